@@ -1,0 +1,106 @@
+"""The lake: where each ``delta://schema/table`` lives, and making tables resolvable in SQL.
+
+The Delta table of ``delta://s/t`` lives at ``<lake_root>/s/t``. Identifiers are
+allow-listed by :class:`~assetlake_dagster.spec.TableUri`, and every resolved path is
+checked to stay inside the lake root, so no URI, symlink or setting can point a write
+elsewhere.
+"""
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+from pyspark.sql import SparkSession
+
+from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.spec import TableUri, quote_identifier
+
+DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
+LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"
+_URL_SCHEMES = ("s3://", "s3a://", "gs://", "abfss://", "hdfs://", "dbfs:/", "file:/")
+
+
+def default_lake_root() -> str:
+    """``$ASSETLAKE_LAKE_ROOT``, else ``.assetlake/lake`` under the current directory."""
+    return os.environ.get(LAKE_ROOT_ENV) or DEFAULT_LAKE_ROOT
+
+
+@dataclass(frozen=True)
+class Lake:
+    """A lake root: a local folder or an object-store URL.
+
+    Example:
+        >>> lake = Lake("/data/lake")
+        >>> lake.table_path(TableUri("analytics", "orders"))
+        '/data/lake/analytics/orders'
+    """
+
+    root: str
+
+    def __post_init__(self) -> None:
+        if not self.root:
+            raise ConfigError("the lake root is empty. Set ASSETLAKE_LAKE_ROOT or lake_root.")
+        if not self.is_url:
+            object.__setattr__(self, "root", os.path.realpath(os.path.expanduser(self.root)))
+
+    @property
+    def is_url(self) -> bool:
+        return self.root.startswith(_URL_SCHEMES)
+
+    def table_path(self, uri: TableUri) -> str:
+        """The storage location of a table, guaranteed to be inside the lake root."""
+        if self.is_url:
+            # Segments are allow-listed identifiers: no '..', no '/', nothing to normalise.
+            return f"{self.root.rstrip('/')}/{uri.schema}/{uri.table}"
+        path = os.path.realpath(os.path.join(self.root, uri.schema, uri.table))
+        if os.path.commonpath([path, self.root]) != self.root or path == self.root:
+            raise ConfigError(
+                f"{uri} resolves to {path}, outside the lake root {self.root}. "
+                "Remove the symlink that points out of the lake."
+            )
+        return path
+
+    @property
+    def warehouse_dir(self) -> str:
+        """The session catalog's warehouse: a dot-folder no table identifier can name."""
+        return f"{self.root.rstrip('/')}/.spark-warehouse"
+
+    def table_exists(self, spark: SparkSession, uri: TableUri) -> bool:
+        path = self.table_path(uri)
+        if not self.is_url:
+            return os.path.isdir(os.path.join(path, "_delta_log"))
+        from delta.tables import DeltaTable
+
+        return DeltaTable.isDeltaTable(spark, path)
+
+
+_registered: dict[tuple[int, str], str] = {}
+_registered_lock = threading.Lock()
+
+
+def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
+    """Make ``schema.table`` resolve to the lake's Delta table in this session's catalog.
+
+    The session catalog is in-memory (no metastore server): we add the schema and an
+    external table pointing at the path. Dropping an external table never deletes data,
+    so re-pointing a name at a new lake root is safe.
+    """
+    path = lake.table_path(uri)
+    session_key = (id(spark), uri.sql_name)
+    with _registered_lock:
+        if _registered.get(session_key) == path:
+            return
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(uri.schema)}")
+        name = f"{quote_identifier(uri.schema)}.{quote_identifier(uri.table)}"
+        if spark.catalog.tableExists(uri.sql_name):
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.catalog.createTable(uri.sql_name, path=path, source="delta")
+        _registered[session_key] = path
+
+
+def forget_registrations(spark: Optional[SparkSession] = None) -> None:
+    """Drop the registration cache (tests that switch lake roots call this)."""
+    with _registered_lock:
+        for key in [k for k in _registered if spark is None or k[0] == id(spark)]:
+            del _registered[key]

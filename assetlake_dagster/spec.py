@@ -1,0 +1,176 @@
+"""The typed form of one annotated SQL file: frozen dataclasses and ``str`` Enums.
+
+Parsing (``annotations.py``, ``sql_analysis.py``) builds these; everything downstream
+(translator, assets, IO manager, CLI) only reads them.
+"""
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Optional
+
+from assetlake_dagster.errors import SourceLocation
+
+IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+URI_SCHEME = "delta://"
+
+#: Columns the IO manager owns; a SELECT may not project them (case-insensitive).
+RESERVED_COLUMNS = frozenset({"_partition", "valid_from", "valid_to", "is_current"})
+#: Suffix reserved for the SCD2 companion view.
+RESERVED_TABLE_SUFFIX = "_current"
+
+
+def is_identifier(name: str) -> bool:
+    """Whether ``name`` is an allow-listed identifier (``^[A-Za-z_][A-Za-z0-9_]*$``).
+
+    Example:
+        >>> is_identifier("dim_customer"), is_identifier("a-b"), is_identifier("1x")
+        (True, False, False)
+    """
+    return bool(IDENTIFIER_RE.match(name))
+
+
+def quote_identifier(name: str) -> str:
+    """Backtick-quote an allow-listed identifier for Spark SQL.
+
+    Raises ValueError for anything not allow-listed, so callers cannot splice text.
+
+    Example:
+        >>> quote_identifier("order_id")
+        '`order_id`'
+    """
+    if not is_identifier(name):
+        raise ValueError(f"not an allowed identifier: {name!r}")
+    return f"`{name}`"
+
+
+class WriteStrategy(str, Enum):
+    """How a slice is reconciled with its Delta table."""
+
+    REPLACE = "replace"
+    MERGE = "merge"
+    APPEND = "append"
+    MANUAL = "manual"
+
+
+class ArgumentType(str, Enum):
+    """Types a ``-- $name (type)`` SQL argument may declare."""
+
+    STRING = "string"
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+
+
+@dataclass(frozen=True)
+class TableUri:
+    """A managed table ``delta://<schema>/<table>``.
+
+    Example:
+        >>> uri = TableUri("analytics", "dim_customer")
+        >>> str(uri), uri.sql_name, uri.asset_key_path
+        ('delta://analytics/dim_customer', 'analytics.dim_customer', ['analytics', 'dim_customer'])
+    """
+
+    schema: str
+    table: str
+
+    def __post_init__(self) -> None:
+        for part in (self.schema, self.table):
+            if not is_identifier(part):
+                raise ValueError(f"not an allowed identifier: {part!r}")
+
+    def __str__(self) -> str:
+        return f"{URI_SCHEME}{self.schema}/{self.table}"
+
+    @property
+    def sql_name(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def asset_key_path(self) -> list[str]:
+        return [self.schema, self.table]
+
+    @classmethod
+    def parse(cls, text: str) -> "TableUri":
+        """Parse ``delta://schema/table``; raises ValueError with the reason."""
+        if not text.startswith(URI_SCHEME):
+            raise ValueError(f"expected '{URI_SCHEME}<schema>/<table>', got {text!r}")
+        parts = text[len(URI_SCHEME) :].split("/")
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f"expected '{URI_SCHEME}<schema>/<table>', got {text!r}")
+        return cls(parts[0], parts[1])
+
+
+@dataclass(frozen=True)
+class MaterializeSpec:
+    """The ``-- materialize`` line: target table and write strategy."""
+
+    uri: TableUri
+    strategy: WriteStrategy
+    key: tuple[str, ...] = ()
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    """A declared (``-- on``) or inferred upstream table."""
+
+    uri: TableUri
+    declared: bool = True
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ArgumentSpec:
+    """A typed SQL argument ``-- $name (type) [= default]``, bound as ``:name``."""
+
+    name: str
+    type: ArgumentType
+    default: Any = None
+    has_default: bool = False
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SqlStatement:
+    """One SQL statement of the file body with the 1-based line it starts on."""
+
+    sql: str
+    line: int
+
+
+@dataclass(frozen=True)
+class SqlAssetSpec:
+    """Everything known about one annotated SQL file after parsing and checking.
+
+    Attributes:
+        path: absolute path of the file.
+        materialize: the target table and strategy.
+        upstreams: declared and inferred upstream tables, merged, without the target.
+        arguments: typed SQL arguments.
+        setup: setup statements run before the SELECT (``SET``, ``CREATE TEMP VIEW``...).
+        select: the trailing SELECT (for ``manual``: the last statement, any kind).
+        output_columns: columns the SELECT projects, when they can be known statically.
+        code_version: sha256 of the file contents.
+    """
+
+    path: str
+    materialize: MaterializeSpec
+    upstreams: tuple[UpstreamSpec, ...] = ()
+    arguments: tuple[ArgumentSpec, ...] = ()
+    setup: tuple[SqlStatement, ...] = ()
+    select: Optional[SqlStatement] = None
+    output_columns: Optional[tuple[str, ...]] = None
+    group: Optional[str] = None
+    owners: tuple[str, ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
+    description: Optional[str] = None
+    kinds: tuple[str, ...] = ()
+    code_version: str = ""
+
+    @property
+    def uri(self) -> TableUri:
+        return self.materialize.uri

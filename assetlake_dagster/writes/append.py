@@ -1,0 +1,70 @@
+"""Append: insert-only, for immutable event logs.
+
+A retry of the same run must not add the rows twice: the write carries Delta's
+``txnAppId``/``txnVersion`` pair, and Delta skips a transaction it has already applied.
+That is right only for retries; a new run gets a new app id and appends again.
+"""
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from assetlake_dagster.spec import WriteStrategy
+from assetlake_dagster.writes.base import (
+    WritePlan,
+    WriteStrategyBase,
+    check_columns,
+    check_schema_compatible,
+    delta_columns,
+)
+from assetlake_dagster.writes.commit import (
+    WriteResult,
+    WriteTarget,
+    current_version,
+    result_from_history,
+)
+
+#: Each app id is used for one logical append, so its single version is a constant.
+TXN_VERSION = 1
+
+
+class AppendWrite(WriteStrategyBase):
+    """Append the rows in one commit, at most once per run and slice."""
+
+    strategy = WriteStrategy.APPEND
+
+    def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
+        return WritePlan(
+            operation="Delta WRITE (mode=Append, txnAppId per run and slice): one commit",
+            statement=(
+                f"df.write.format('delta').mode('append').option('txnAppId', "
+                f"'{target.stamp.txn_app_id}').option('txnVersion', {TXN_VERSION})"
+                f".save('{target.path}')"
+            ),
+        )
+
+    def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
+        check_columns(self, target, df.columns)
+        existing = delta_columns(spark, target.path)
+        new_columns = (
+            check_schema_compatible(self, target, df.columns, existing) if existing else []
+        )
+        before = current_version(spark, target.path)
+        writer = (
+            df.write.format("delta")
+            .mode("append")
+            .option("txnAppId", target.stamp.txn_app_id)
+            .option("txnVersion", TXN_VERSION)
+            .option("userMetadata", target.stamp.user_metadata())
+        )
+        if new_columns:
+            writer = writer.option("mergeSchema", "true")
+        writer.save(target.path)
+        result = result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
+        # Delta skipped the write if this app id was applied before: the stamped commit
+        # found is then the earlier attempt's, not newer than what we saw.
+        if before is not None and result.version is not None and result.version <= before:
+            return replace(result, committed=False)
+        return result

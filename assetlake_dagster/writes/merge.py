@@ -1,0 +1,221 @@
+"""Merge: upsert the slice on its key, touching only rows whose values changed.
+
+Before anything is written the rows are checked for NULL and duplicate keys (Delta MERGE
+would insert both unmatched duplicates). The changed rows are found first with a
+null-safe anti-join; when there are none, no MERGE runs and no version is created (a
+no-op MERGE still commits: delta-io/delta#1812).
+"""
+
+from collections.abc import Sequence
+from functools import reduce
+from typing import Optional
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from assetlake_dagster.errors import KeyViolationError
+from assetlake_dagster.spec import WriteStrategy, quote_identifier
+from assetlake_dagster.writes.base import (
+    WritePlan,
+    WriteStrategyBase,
+    check_columns,
+    check_schema_compatible,
+    delta_columns,
+)
+from assetlake_dagster.writes.commit import (
+    WriteResult,
+    WriteTarget,
+    current_version,
+    result_from_history,
+    stamped_session,
+)
+
+TARGET_ALIAS = "t"
+SOURCE_ALIAS = "s"
+#: How many offending keys an error message shows.
+SAMPLE_SIZE = 5
+
+
+def key_condition(key: Sequence[str]) -> str:
+    """The MERGE ON clause. Keys are checked non-NULL first, so plain ``=`` is exact.
+
+    Example:
+        >>> key_condition(["id", "day"])
+        't.`id` = s.`id` AND t.`day` = s.`day`'
+    """
+    return " AND ".join(
+        f"{TARGET_ALIAS}.{quote_identifier(k)} = {SOURCE_ALIAS}.{quote_identifier(k)}" for k in key
+    )
+
+
+def change_condition(columns: Sequence[str]) -> str:
+    """True when any of ``columns`` differs, NULL-safely (NULL vs value is a change).
+
+    ``<>`` would miss NULL <-> value changes (the bug dbt fixed in dbt-core#1516).
+
+    Example:
+        >>> change_condition(["name", "tier"])
+        'NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)'
+    """
+    return " OR ".join(
+        f"NOT ({TARGET_ALIAS}.{quote_identifier(c)} <=> {SOURCE_ALIAS}.{quote_identifier(c)})"
+        for c in columns
+    )
+
+
+def merge_statement(table: str, key: Sequence[str], columns: Sequence[str]) -> str:
+    """The equivalent Spark SQL MERGE, for plans and logs.
+
+    Example:
+        >>> print(merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
+        MERGE INTO delta.`/lake/s/t` AS t
+        USING changed_rows AS s
+        ON t.`id` = s.`id`
+        WHEN MATCHED AND (NOT (t.`name` <=> s.`name`)) THEN UPDATE SET `name` = s.`name`
+        WHEN NOT MATCHED THEN INSERT (`id`, `name`) VALUES (s.`id`, s.`name`)
+    """
+    non_key = [c for c in columns if c.lower() not in {k.lower() for k in key}]
+    lines = [
+        f"MERGE INTO {table} AS {TARGET_ALIAS}",
+        f"USING changed_rows AS {SOURCE_ALIAS}",
+        f"ON {key_condition(key)}",
+    ]
+    if non_key:
+        assignments = ", ".join(
+            f"{quote_identifier(c)} = {SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key
+        )
+        lines.append(f"WHEN MATCHED AND ({change_condition(non_key)}) THEN UPDATE SET {assignments}")
+    names = ", ".join(quote_identifier(c) for c in columns)
+    values = ", ".join(f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in columns)
+    lines.append(f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})")
+    return "\n".join(lines)
+
+
+def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], list[dict]]:
+    """Up to :data:`SAMPLE_SIZE` NULL keys and duplicated keys (with counts), in one pass."""
+    has_null = reduce(lambda a, b: a | b, [F.col(k).isNull() for k in key])
+    grouped = df.groupBy(*key).agg(F.count(F.lit(1)).alias("_rows"))
+    bad = grouped.where(has_null | (F.col("_rows") > 1))
+    rows = bad.limit(2 * SAMPLE_SIZE + 1).collect()
+    nulls = [r.asDict() for r in rows if any(r[k] is None for k in key)][:SAMPLE_SIZE]
+    dups = [r.asDict() for r in rows if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
+    return nulls, dups
+
+
+def changed_rows(source: DataFrame, target: DataFrame, key: Sequence[str]) -> DataFrame:
+    """Source rows that are new or differ from the target in a non-key column."""
+    key_lower = {k.lower() for k in key}
+    target_cols = {c.lower(): c for c in target.columns}
+    s, t = source.alias(SOURCE_ALIAS), target.alias(TARGET_ALIAS)
+    same = [F.col(f"{SOURCE_ALIAS}.{k}") == F.col(f"{TARGET_ALIAS}.{target_cols[k.lower()]}") for k in key]
+    same += [
+        F.col(f"{SOURCE_ALIAS}.{c}").eqNullSafe(F.col(f"{TARGET_ALIAS}.{target_cols[c.lower()]}"))
+        for c in source.columns
+        if c.lower() not in key_lower
+    ]
+    return s.join(t, on=reduce(lambda a, b: a & b, same), how="left_anti")
+
+
+class MergeWrite(WriteStrategyBase):
+    """Upsert on ``key=`` columns in one MERGE commit; no commit when nothing changed."""
+
+    strategy = WriteStrategy.MERGE
+
+    def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
+        shown = list(columns) if columns else list(target.key) + ["other_columns"]
+        return WritePlan(
+            operation=(
+                "Delta MERGE on key (only new or changed rows; no commit when nothing changed); "
+                "the first run creates the table with one WRITE"
+            ),
+            statement=merge_statement(f"delta.`{target.path}`", target.key, shown),
+            predicate=key_condition(target.key),
+        )
+
+    def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
+        check_columns(self, target, df.columns)
+        columns_lower = {c.lower() for c in df.columns}
+        missing_key = [k for k in target.key if k.lower() not in columns_lower]
+        if missing_key:
+            raise self.fail(
+                target,
+                f"key columns {missing_key} are not in the rows (columns: {df.columns}). "
+                "Project them in the SELECT or fix key=.",
+                allow_retries=False,
+            )
+        staged = df.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            self._check_keys(staged, target)
+            existing = delta_columns(spark, target.path)
+            if existing is None:
+                return self._create(spark, staged, target)
+            return self._merge(spark, staged, target, existing)
+        finally:
+            staged.unpersist()
+
+    def _check_keys(self, staged: DataFrame, target: WriteTarget) -> None:
+        nulls, dups = find_key_violations(staged, target.key)
+        problems = []
+        if nulls:
+            problems.append(f"NULL keys, e.g. {_render(nulls, target.key, counts=True)}")
+        if dups:
+            problems.append(f"duplicate keys, e.g. {_render(dups, target.key, counts=True)}")
+        if problems:
+            raise KeyViolationError(
+                "; ".join(problems)
+                + f". Each key ({', '.join(target.key)}) must appear once and be non-NULL; "
+                "deduplicate or filter in the SELECT. Nothing was written.",
+                asset=target.asset,
+                table=str(target.uri),
+                strategy=self.strategy.value,
+                partition=target.stamp.partition,
+                metadata={"null_keys": len(nulls), "duplicate_key_samples": len(dups)},
+            )
+
+    def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
+        (
+            staged.write.format("delta")
+            .mode("append")
+            .option("userMetadata", target.stamp.user_metadata())
+            .save(target.path)
+        )
+        return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
+
+    def _merge(
+        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, existing: list[str]
+    ) -> WriteResult:
+        from delta.tables import DeltaTable
+
+        new_columns = check_schema_compatible(self, target, staged.columns, existing)
+        table = DeltaTable.forPath(spark, target.path)
+        changes = staged if new_columns else changed_rows(staged, table.toDF(), target.key)
+        if changes.isEmpty():
+            version = current_version(spark, target.path)
+            return WriteResult(committed=False, version=version, operation=None, rows_written=0)
+        key_lower = {k.lower() for k in target.key}
+        non_key = [c for c in staged.columns if c.lower() not in key_lower]
+        builder = table.alias(TARGET_ALIAS).merge(changes.alias(SOURCE_ALIAS), key_condition(target.key))
+        if non_key:
+            builder = builder.whenMatchedUpdate(
+                condition=change_condition(non_key),
+                set={quote_identifier(c): f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key},
+            )
+        builder = builder.whenNotMatchedInsert(
+            values={quote_identifier(c): f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in staged.columns}
+        )
+        if new_columns:
+            builder = builder.withSchemaEvolution()
+        with stamped_session(spark, target.stamp):
+            builder.execute()
+        return result_from_history(
+            spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
+        )
+
+
+def _render(rows: list[dict], key: Sequence[str], counts: bool = False) -> str:
+    parts = []
+    for row in rows:
+        values = ", ".join(f"{k}={row[k]!r}" for k in key)
+        parts.append(f"({values}) x{row['_rows']}" if counts else f"({values})")
+    return ", ".join(parts)

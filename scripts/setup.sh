@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up everything on a fresh machine: a virtualenv in .venv with the package and its
+# test extras, and the Delta jars fetched from Maven Central into ~/.cache/assetlake/jars.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.assetlake-installed
+if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[test]'
+  touch "$stamp"
+fi
+
+# The Delta jars must match the installed delta-spark exactly.
+delta_version=$(.venv/bin/python -c 'from importlib.metadata import version; print(version("delta-spark"))')
+jars_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark_session import delta_jars_dir; print(delta_jars_dir())')
+for artifact in "io.delta:delta-spark_2.13:${delta_version}" "io.delta:delta-storage:${delta_version}"; do
+  name=$(echo "$artifact" | cut -d: -f2)
+  if [ ! -f "$jars_dir/${name}-${delta_version}.jar" ]; then
+    if command -v mvn >/dev/null 2>&1; then
+      mvn -q -B dependency:copy -Dartifact="${artifact}:jar" -DoutputDirectory="$jars_dir" \
+        || echo "setup: mvn could not fetch ${artifact}; Spark will resolve it itself at start" >&2
+    else
+      echo "setup: mvn not found; Spark will resolve ${artifact} from Maven Central at start" >&2
+    fi
+  fi
+done
+echo "setup: ok (.venv ready; Delta ${delta_version} jars in ${jars_dir})"
