@@ -91,12 +91,24 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
     with _registered_lock:
         if _registered.get(session_key) == path:
             return
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(uri.schema)}")
+        ensure_schema(spark, lake, uri.schema)
         name = f"{quote_identifier(uri.schema)}.{quote_identifier(uri.table)}"
         if spark.catalog.tableExists(uri.sql_name):
             spark.sql(f"DROP TABLE IF EXISTS {name}")
         spark.catalog.createTable(uri.sql_name, path=path, source="delta")
         _registered[session_key] = path
+
+
+def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
+    """Create the catalog schema with its location in the lake.
+
+    With ``LOCATION <lake_root>/<schema>``, a ``CREATE TABLE schema.t`` in a ``manual``
+    file lands at ``<lake_root>/schema/t``, where the managed writes expect it.
+    """
+    location = lake.root.rstrip("/") + "/" + schema
+    # The lake root is operator configuration, not user data; escape it as a literal anyway.
+    literal = "'" + location.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(schema)} LOCATION {literal}")
 
 
 def forget_registrations(spark: Optional[SparkSession] = None) -> None:

@@ -197,8 +197,10 @@ class MergeWrite(WriteStrategyBase):
         non_key = [c for c in staged.columns if c.lower() not in key_lower]
         builder = table.alias(TARGET_ALIAS).merge(changes.alias(SOURCE_ALIAS), key_condition(target.key))
         if non_key:
+            # A schema-evolving run cannot compare columns the target lacks yet: it
+            # updates every matched row once.
             builder = builder.whenMatchedUpdate(
-                condition=change_condition(non_key),
+                condition=None if new_columns else change_condition(non_key),
                 set={quote_identifier(c): f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key},
             )
         builder = builder.whenNotMatchedInsert(

@@ -1,0 +1,84 @@
+"""SQL files -> Dagster assets whose compute runs the SQL and hands the rows to the IO manager."""
+
+from typing import Any
+
+import dagster as dg
+
+from assetlake_dagster.errors import display_path
+from assetlake_dagster.lake import ensure_schema, register_table
+from assetlake_dagster.materialization import materialization_metadata
+from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
+from assetlake_dagster.sql_runner import (
+    argument_config_schema,
+    bind_arguments,
+    resolve_upstreams,
+    run_sql_file,
+)
+from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.writes import WriteResult
+from assetlake_dagster.writes.commit import current_version
+
+SPARK_RESOURCE_KEY = "spark"
+UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
+
+
+def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.AssetsDefinition:
+    """One annotated SQL file -> one asset.
+
+    Managed files return the SELECT's DataFrame; the Delta IO manager writes it with the
+    file's strategy. ``manual`` files run every statement themselves and only record the
+    table's resulting version.
+    """
+    asset_spec = translator.get_asset_spec(spec)
+    output_name = asset_spec.key.to_python_identifier()
+
+    @dg.multi_asset(
+        name=f"sql__{output_name}",
+        specs=[asset_spec],
+        required_resource_keys={SPARK_RESOURCE_KEY},
+        config_schema=argument_config_schema(spec.arguments),
+    )
+    def _sql_asset(context: dg.AssetExecutionContext):
+        resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
+        spark = resource.get_session()
+        lake = resource.lake
+        upstream_versions = resolve_upstreams(spark, lake, spec)
+        args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
+        context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
+        if spec.materialize.strategy is WriteStrategy.MANUAL:
+            return _run_manual(context, resource, spec, args, upstream_versions)
+        df = run_sql_file(spark, spec, args)
+        return dg.Output(
+            df,
+            output_name=output_name,
+            metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
+        )
+
+    return _sql_asset
+
+
+def _run_manual(
+    context: dg.AssetExecutionContext,
+    resource: SparkDeltaResource,
+    spec: SqlAssetSpec,
+    args: dict[str, Any],
+    upstream_versions: dict[str, Any],
+) -> dg.MaterializeResult:
+    spark, lake = resource.get_session(), resource.lake
+    ensure_schema(spark, lake, spec.uri.schema)
+    if lake.table_exists(spark, spec.uri):
+        register_table(spark, lake, spec.uri)
+    run_sql_file(spark, spec, args)
+    metadata: dict[str, Any] = {UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)}
+    if lake.table_exists(spark, spec.uri):
+        register_table(spark, lake, spec.uri)
+        path = lake.table_path(spec.uri)
+        result = WriteResult(committed=True, version=current_version(spark, path), operation="manual")
+        metadata.update(materialization_metadata(spark, spec.uri, path, "manual", result))
+        # The script wrote by itself: we cannot tell whether this run committed.
+        for key in ("delta/committed", "assetlake/rows_written", "delta/operation_metrics"):
+            metadata.pop(key, None)
+    else:
+        context.log.warning(f"{spec.uri}: the manual script left no Delta table at {lake.table_path(spec.uri)}")
+    return dg.MaterializeResult(asset_key=context.asset_key, metadata=metadata)

@@ -1,0 +1,14 @@
+-- materialize delta://analytics/customer_revenue
+-- group sales
+-- owner team:data-eng
+-- tags layer=mart
+-- description Paid revenue per customer, rebuilt on every run.
+
+WITH paid AS (
+  SELECT customer_id, amount FROM staging.orders WHERE status = 'paid'
+)
+SELECT c.customer_id, c.name, c.tier, count(p.amount) AS paid_orders,
+       coalesce(sum(p.amount), 0) AS revenue
+FROM analytics.customers c
+LEFT JOIN paid p ON p.customer_id = c.customer_id
+GROUP BY c.customer_id, c.name, c.tier

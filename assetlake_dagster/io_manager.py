@@ -1,0 +1,160 @@
+"""The Delta IO manager: every asset output becomes one managed Delta commit.
+
+SQL assets and Python assets share this path. The strategy comes from the asset's
+definition metadata (``assetlake/write``), which SQL files get from their
+``-- materialize`` line and Python assets from :func:`managed_write`.
+
+No ``from __future__ import annotations`` here: Dagster introspects IO manager fields.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+
+from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake import Lake, register_table
+from assetlake_dagster.materialization import (
+    json_metadata_value,
+    materialization_metadata,
+    read_version,
+)
+from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spec import TableUri, WriteStrategy
+from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
+
+WRITE_METADATA_KEY = "assetlake/write"
+#: Input metadata key for time travel: read the upstream table as of this Delta version.
+READ_VERSION_KEY = "assetlake/version"
+_RESUME_RETRY_TAG = "dagster/is_resume_retry"
+
+
+def managed_write(strategy: str = "replace", key: Sequence[str] = ()) -> dict[str, Any]:
+    """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
+
+    Args:
+        strategy: ``replace`` (default), ``merge`` (needs ``key``) or ``append``.
+        key: the key columns for ``merge``.
+
+    Example:
+        >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
+        ... def customers(spark: SparkDeltaResource):
+        ...     return spark.get_session().createDataFrame([(1, "Ann")], "id int, name string")
+    """
+    kind = WriteStrategy(strategy)
+    if kind is WriteStrategy.MANUAL:
+        raise ValueError("'manual' is for SQL files that write themselves; return nothing instead")
+    if kind is WriteStrategy.MERGE and not key:
+        raise ValueError("merge needs key=[...] columns")
+    if kind is not WriteStrategy.MERGE and key:
+        raise ValueError(f"key= only applies to merge, not {kind.value}")
+    return {WRITE_METADATA_KEY: {"strategy": kind.value, "key": list(key)}}
+
+
+def table_uri_for(asset_key: dg.AssetKey) -> TableUri:
+    """``AssetKey(["schema", "table"])`` -> ``delta://schema/table`` (identifiers checked)."""
+    path = asset_key.path
+    if len(path) != 2:
+        raise ConfigError(
+            f"asset key {asset_key.to_user_string()} has {len(path)} parts; the Delta IO manager "
+            "needs [schema, table], e.g. key=['analytics', 'orders']."
+        )
+    try:
+        return TableUri(path[0], path[1])
+    except ValueError as exc:
+        raise ConfigError(
+            f"asset key {asset_key.to_user_string()}: {exc}. Use letters, digits and '_' only."
+        ) from exc
+
+
+def to_spark(spark: SparkSession, obj: Any) -> DataFrame:
+    """Accept a Spark or pandas DataFrame (pandas goes through Arrow, keeping NULLs)."""
+    if isinstance(obj, DataFrame):
+        return obj
+    if isinstance(obj, pd.DataFrame):
+        return spark.createDataFrame(obj)
+    # Spark Connect DataFrames are another class with the same API.
+    if hasattr(obj, "sparkSession") and hasattr(obj, "write"):
+        return obj
+    raise ConfigError(
+        f"the Delta IO manager writes Spark or pandas DataFrames, got {type(obj).__name__}. "
+        "Return a DataFrame, or give the asset another io_manager_key."
+    )
+
+
+class DeltaIOManager(dg.ConfigurableIOManager):
+    """Writes asset outputs as managed Delta commits and loads inputs as DataFrames.
+
+    Inputs load as Spark DataFrames, or pandas when the parameter is annotated
+    ``pd.DataFrame``. Set input metadata ``{"assetlake/version": N}`` to read as of a
+    Delta version.
+
+    Example:
+        >>> io_manager = DeltaIOManager(spark=SparkDeltaResource(lake_root="/tmp/lake"))
+    """
+
+    spark: dg.ResourceDependency[SparkDeltaResource]
+
+    @property
+    def lake(self) -> Lake:
+        return self.spark.lake
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        if obj is None:
+            # An asset that wrote nothing (e.g. a `manual` SQL file returning a result).
+            return
+        session = self.spark.get_session()
+        uri = table_uri_for(context.asset_key)
+        strategy, key = _write_spec(context.definition_metadata)
+        target = WriteTarget(
+            uri=uri,
+            path=self.lake.table_path(uri),
+            strategy=strategy,
+            stamp=_stamp(context, uri),
+            key=key,
+        )
+        result = strategy_for(strategy).write(session, to_spark(session, obj), target)
+        register_table(session, self.lake, uri)
+        context.log.info(
+            f"{uri}: {strategy.value} -> "
+            + (f"Delta version {result.version}" if result.committed else "no change, no new version")
+        )
+        context.add_output_metadata(
+            materialization_metadata(session, uri, target.path, strategy.value, result)
+        )
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        session = self.spark.get_session()
+        uri = table_uri_for(context.asset_key)
+        version = (context.definition_metadata or {}).get(READ_VERSION_KEY)
+        version = getattr(version, "value", version)
+        df = read_version(session, self.lake.table_path(uri), version)
+        if context.dagster_type.typing_type is pd.DataFrame:
+            return df.toPandas()
+        return df
+
+
+def _write_spec(metadata: Any) -> tuple[WriteStrategy, tuple[str, ...]]:
+    raw = json_metadata_value((metadata or {}).get(WRITE_METADATA_KEY)) or {}
+    return WriteStrategy(raw.get("strategy", "replace")), tuple(raw.get("key") or ())
+
+
+def _stamp(context: dg.OutputContext, uri: TableUri) -> CommitStamp:
+    partition = context.partition_key if context.has_partition_key else None
+    idempotency_id = context.run_id
+    try:
+        run = context.step_context.dagster_run
+    except Exception:  # a bare build_output_context() in tests has no step context
+        run = None
+    if run is not None and run.tags.get(_RESUME_RETRY_TAG) == "true" and run.root_run_id:
+        # A re-execution from failure continues the original run: an append it already
+        # committed must not be repeated.
+        idempotency_id = run.root_run_id
+    return CommitStamp(
+        run_id=context.run_id,
+        asset=f"{uri.schema}/{uri.table}",
+        partition=partition,
+        idempotency_id=idempotency_id,
+    )

@@ -1,0 +1,110 @@
+"""Running one SQL file in Spark: resolve upstream tables, bind arguments, run the SQL.
+
+Values are never spliced into SQL text: arguments are bound as Spark named parameter
+markers (``spark.sql(query, args={...})``).
+"""
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import dagster as dg
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from assetlake_dagster.errors import AssetlakeError, display_path
+from assetlake_dagster.lake import Lake, register_table
+from assetlake_dagster.spec import ArgumentSpec, ArgumentType, SqlAssetSpec, SqlStatement
+from assetlake_dagster.writes.commit import current_version
+
+# A named parameter marker; `::` casts and string literals are not markers.
+_MARKER_RE = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
+_STRING_RE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+_CONFIG_TYPES = {
+    ArgumentType.STRING: dg.String,
+    ArgumentType.INT: dg.Int,
+    ArgumentType.FLOAT: dg.Float,
+    ArgumentType.BOOL: dg.Bool,
+    ArgumentType.DATE: dg.String,
+    ArgumentType.TIMESTAMP: dg.String,
+}
+
+
+def argument_config_schema(arguments: tuple[ArgumentSpec, ...]) -> Optional[dict[str, dg.Field]]:
+    """``-- $name (type) [= default]`` lines -> the asset's Dagster run config schema."""
+    if not arguments:
+        return None
+    schema = {}
+    for arg in arguments:
+        kwargs: dict[str, Any] = {"description": f"SQL argument :{arg.name} ({arg.type.value})"}
+        if arg.has_default:
+            default = arg.default
+            kwargs["default_value"] = default.isoformat() if isinstance(default, (dt.date, dt.datetime)) else default
+        else:
+            kwargs["is_required"] = True
+        schema[arg.name] = dg.Field(_CONFIG_TYPES[arg.type], **kwargs)
+    return schema
+
+
+def bind_arguments(arguments: tuple[ArgumentSpec, ...], config: Mapping[str, Any]) -> dict[str, Any]:
+    """Run config -> typed Python values for Spark's parameter binding."""
+    values = {}
+    for arg in arguments:
+        value = config.get(arg.name, arg.default)
+        if value is not None and arg.type is ArgumentType.DATE and isinstance(value, str):
+            value = dt.date.fromisoformat(value)
+        elif value is not None and arg.type is ArgumentType.TIMESTAMP and isinstance(value, str):
+            value = dt.datetime.fromisoformat(value)
+        values[arg.name] = value
+    return values
+
+
+def markers(sql: str) -> set[str]:
+    """Names of the ``:name`` markers in a statement (outside string literals)."""
+    return set(_MARKER_RE.findall(_STRING_RE.sub("''", sql)))
+
+
+def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> dict[str, Optional[int]]:
+    """Register each upstream table in the session catalog; return the versions read."""
+    versions: dict[str, Optional[int]] = {}
+    missing = []
+    for upstream in spec.upstreams:
+        if not lake.table_exists(spark, upstream.uri):
+            missing.append(upstream.uri)
+            continue
+        register_table(spark, lake, upstream.uri)
+        versions[str(upstream.uri)] = current_version(spark, lake.table_path(upstream.uri))
+    if missing:
+        names = ", ".join(str(u) for u in missing)
+        raise AssetlakeError(
+            f"{display_path(spec.path)}: upstream table(s) {names} have no Delta table in the lake "
+            f"({lake.root}). Materialize them first (select the asset with its upstreams: '+{spec.uri.sql_name.replace('.', '/')}')."
+        )
+    return versions
+
+
+def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, args: Mapping[str, Any]) -> DataFrame:
+    """Run one statement with only the arguments it references bound."""
+    used = {name: args[name] for name in markers(stmt.sql) if name in args}
+    try:
+        return spark.sql(stmt.sql, args=used or None)
+    except PySparkException as exc:
+        raise AssetlakeError(
+            f"{display_path(spec.path)}:{stmt.line}: Spark rejected the statement: {exc}",
+            allow_retries=False,
+        ) from exc
+
+
+def run_sql_file(spark: SparkSession, spec: SqlAssetSpec, args: Mapping[str, Any]) -> Optional[DataFrame]:
+    """Run the setup statements and return the trailing SELECT as a lazy DataFrame.
+
+    For ``manual`` files every statement runs (they write themselves) and ``None`` is
+    returned.
+    """
+    for stmt in spec.setup:
+        run_statement(spark, spec, stmt, args)
+    if spec.select is None:
+        return None
+    return run_statement(spark, spec, spec.select, args)

@@ -1,0 +1,104 @@
+"""Spec -> ``dagster.AssetSpec``, one overridable method per attribute.
+
+Like ``DagsterDbtTranslator``: subclass and override one method to change one attribute
+for every SQL asset, e.g. a group naming rule, without touching the rest.
+"""
+
+import os
+from typing import Any, Optional
+
+import dagster as dg
+
+from assetlake_dagster.errors import display_path
+from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
+
+WRITE_METADATA_KEY = "assetlake/write"
+BASE_KINDS = ("spark", "delta")
+
+
+class AssetlakeTranslator:
+    """Decides the Dagster attributes of each SQL asset and external table.
+
+    Example:
+        >>> class MyTranslator(AssetlakeTranslator):
+        ...     def get_group_name(self, spec):
+        ...         return "lakehouse"
+        >>> defs = build_definitions("pipelines/", translator=MyTranslator())  # doctest: +SKIP
+    """
+
+    def get_asset_key(self, spec: SqlAssetSpec) -> dg.AssetKey:
+        return dg.AssetKey(spec.uri.asset_key_path)
+
+    def get_external_asset_key(self, uri: TableUri) -> dg.AssetKey:
+        return dg.AssetKey(uri.asset_key_path)
+
+    def get_group_name(self, spec: SqlAssetSpec) -> str:
+        """The ``group`` annotation, else the schema name."""
+        return spec.group or spec.uri.schema
+
+    def get_description(self, spec: SqlAssetSpec) -> str:
+        text = spec.description or f"Materialized by {os.path.basename(spec.path)}."
+        if spec.select is not None:
+            text += f"\n\n```sql\n{spec.select.sql}\n```"
+        return text
+
+    def get_owners(self, spec: SqlAssetSpec) -> list[str]:
+        return list(spec.owners)
+
+    def get_tags(self, spec: SqlAssetSpec) -> dict[str, str]:
+        return dict(spec.tags)
+
+    def get_kinds(self, spec: SqlAssetSpec) -> set[str]:
+        return {*BASE_KINDS, *spec.kinds}
+
+    def get_code_version(self, spec: SqlAssetSpec) -> str:
+        """The file's content hash, so the UI marks downstream assets stale on edits."""
+        return spec.code_version
+
+    def get_deps(self, spec: SqlAssetSpec) -> list[dg.AssetKey]:
+        return [dg.AssetKey(u.uri.asset_key_path) for u in spec.upstreams]
+
+    def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
+        line = spec.materialize.location.line if spec.materialize.location else 1
+        metadata: dict[str, Any] = {
+            "dagster/table_name": spec.uri.sql_name,
+            "assetlake/table": str(spec.uri),
+            "assetlake/file": display_path(spec.path),
+            "dagster/code_references": dg.CodeReferencesMetadataValue(
+                code_references=[
+                    dg.LocalFileCodeReference(file_path=spec.path, line_number=line, label="SQL file")
+                ]
+            ),
+        }
+        if spec.materialize.strategy is not WriteStrategy.MANUAL:
+            metadata[WRITE_METADATA_KEY] = {
+                "strategy": spec.materialize.strategy.value,
+                "key": list(spec.materialize.key),
+            }
+        return metadata
+
+    def get_asset_spec(self, spec: SqlAssetSpec) -> dg.AssetSpec:
+        """All of the above, as one ``AssetSpec``."""
+        return dg.AssetSpec(
+            key=self.get_asset_key(spec),
+            deps=self.get_deps(spec),
+            description=self.get_description(spec),
+            metadata=self.get_metadata(spec),
+            group_name=self.get_group_name(spec),
+            code_version=self.get_code_version(spec),
+            owners=self.get_owners(spec),
+            tags=self.get_tags(spec),
+            kinds=self.get_kinds(spec),
+        )
+
+    def get_external_asset_spec(self, uri: TableUri, referenced_by: Optional[list[str]] = None) -> dg.AssetSpec:
+        """A table the SQL reads but no file produces: an external (observable) asset."""
+        users = ", ".join(sorted(referenced_by or []))
+        return dg.AssetSpec(
+            key=self.get_external_asset_key(uri),
+            description=f"External Delta table {uri}, produced outside this project"
+            + (f"; read by {users}." if users else "."),
+            group_name="external",
+            kinds={"delta"},
+            metadata={"dagster/table_name": uri.sql_name, "assetlake/table": str(uri)},
+        )

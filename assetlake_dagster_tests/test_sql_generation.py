@@ -1,0 +1,104 @@
+"""Layer 3: SQL built by the write strategies, compared as exact strings (no Spark)."""
+
+import pytest
+
+from assetlake_dagster.spec import TableUri, WriteStrategy, quote_identifier
+from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster.writes.merge import change_condition, key_condition, merge_statement
+
+
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        pytest.param(["id"], "t.`id` = s.`id`", id="one-column"),
+        pytest.param(["id", "day"], "t.`id` = s.`id` AND t.`day` = s.`day`", id="two-columns"),
+    ],
+)
+def test_key_condition(key, expected):
+    assert key_condition(key) == expected
+
+
+def test_change_condition_is_null_safe():
+    assert change_condition(["name", "tier"]) == (
+        "NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)"
+    )
+
+
+def test_merge_statement():
+    assert merge_statement("delta.`/lake/a/b`", ["id"], ["id", "name", "tier"]) == (
+        "MERGE INTO delta.`/lake/a/b` AS t\n"
+        "USING changed_rows AS s\n"
+        "ON t.`id` = s.`id`\n"
+        "WHEN MATCHED AND (NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)) "
+        "THEN UPDATE SET `name` = s.`name`, `tier` = s.`tier`\n"
+        "WHEN NOT MATCHED THEN INSERT (`id`, `name`, `tier`) VALUES (s.`id`, s.`name`, s.`tier`)"
+    )
+
+
+def test_merge_statement_key_only_table_only_inserts():
+    assert merge_statement("x", ["id"], ["id"]) == (
+        "MERGE INTO x AS t\nUSING changed_rows AS s\nON t.`id` = s.`id`\n"
+        "WHEN NOT MATCHED THEN INSERT (`id`) VALUES (s.`id`)"
+    )
+
+
+@pytest.mark.parametrize("name", ["a b", "x`; DROP TABLE t; --", "1abc", "", "é"])
+def test_identifiers_outside_the_allow_list_are_never_quoted(name):
+    with pytest.raises(ValueError, match="not an allowed identifier"):
+        quote_identifier(name)
+    with pytest.raises(ValueError):
+        key_condition([name])
+
+
+def _target(strategy, key=()):
+    return WriteTarget(
+        uri=TableUri("s", "t"),
+        path="/lake/s/t",
+        strategy=strategy,
+        stamp=CommitStamp(run_id="run1", asset="s/t"),
+        key=key,
+    )
+
+
+@pytest.mark.parametrize(
+    "strategy, key, operation, statement",
+    [
+        pytest.param(
+            WriteStrategy.REPLACE,
+            (),
+            "Delta WRITE (mode=Overwrite, overwriteSchema=true): one commit",
+            "df.write.format('delta').mode('overwrite').option('overwriteSchema', 'true')"
+            ".save('/lake/s/t')",
+            id="replace",
+        ),
+        pytest.param(
+            WriteStrategy.APPEND,
+            (),
+            "Delta WRITE (mode=Append, txnAppId per run and slice): one commit",
+            "df.write.format('delta').mode('append').option('txnAppId', 'assetlake:run1:s/t:')"
+            ".option('txnVersion', 1).save('/lake/s/t')",
+            id="append",
+        ),
+    ],
+)
+def test_plans(strategy, key, operation, statement):
+    plan = strategy_for(strategy).plan(_target(strategy, key))
+    assert (plan.operation, plan.statement) == (operation, statement)
+
+
+def test_merge_plan_uses_known_columns():
+    plan = strategy_for(WriteStrategy.MERGE).plan(_target(WriteStrategy.MERGE, ("id",)), ["id", "v"])
+    assert plan.predicate == "t.`id` = s.`id`"
+    assert plan.statement == merge_statement("delta.`/lake/s/t`", ["id"], ["id", "v"])
+
+
+def test_stamp_round_trip():
+    stamp = CommitStamp(run_id="r1", asset="s/t", partition="2024-01-01'--", idempotency_id="r0")
+    assert stamp.matches(stamp.user_metadata())
+    assert not CommitStamp(run_id="r2", asset="s/t", partition="2024-01-01'--").matches(
+        stamp.user_metadata()
+    )
+    # A resumed run (idempotency id = the original run) finds the original run's commit.
+    original = CommitStamp(run_id="r0", asset="s/t", partition="2024-01-01'--")
+    assert stamp.matches(original.user_metadata())
+    assert not stamp.matches("not json") and not stamp.matches(None)
