@@ -33,9 +33,18 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
     asset_spec = translator.get_asset_spec(spec)
     output_name = asset_spec.key.to_python_identifier()
 
+    managed = spec.materialize.strategy is not WriteStrategy.MANUAL
+    # A managed file returns rows for the IO manager (type Any); a manual one returns
+    # only a MaterializeResult (type Nothing).
+    # (AssetOut cannot carry deps; the op-level deps apply to its single output.)
+    out = dg.AssetOut.from_spec(
+        asset_spec.replace_attributes(deps=[]), dagster_type=dg.Any if managed else dg.Nothing
+    )
+
     @dg.multi_asset(
         name=f"sql__{output_name}",
-        specs=[asset_spec],
+        outs={output_name: out},
+        deps=list(asset_spec.deps),
         required_resource_keys={SPARK_RESOURCE_KEY},
         config_schema=argument_config_schema(spec.arguments),
     )
@@ -46,7 +55,7 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         upstream_versions = resolve_upstreams(spark, lake, spec)
         args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
         context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
-        if spec.materialize.strategy is WriteStrategy.MANUAL:
+        if not managed:
             return _run_manual(context, resource, spec, args, upstream_versions)
         df = run_sql_file(spark, spec, args)
         return dg.Output(
