@@ -156,3 +156,40 @@ def display_path(path: str) -> str:
     except ValueError:  # different drive on Windows
         return path
     return path if rel.startswith("..") else rel
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """One file's lines, for building :class:`Diagnostic` values that quote the offending line.
+
+    Attributes:
+        path: the file as shown in messages (see :func:`display_path`).
+        lines: the file's lines without line endings (``lines[0]`` is line 1).
+
+    Example:
+        >>> src = SourceText.of("f.sql", "-- materialize delta://a/b kye=x\\nSELECT 1")
+        >>> src.diagnostic(1, 28, "unknown option 'kye=x'.", span=5).render().splitlines()[0]
+        "f.sql:1:28: unknown option 'kye=x'."
+    """
+
+    path: str
+    lines: tuple[str, ...]
+
+    @classmethod
+    def of(cls, path: str, text: str) -> "SourceText":
+        return cls(display_path(path), tuple(text.split("\n")))
+
+    def line(self, number: int) -> str:
+        """Line ``number`` (1-based), or ``""`` past the end."""
+        return self.lines[number - 1] if 1 <= number <= len(self.lines) else ""
+
+    def location(self, line: int, col: int = 1) -> SourceLocation:
+        return SourceLocation(self.path, line, col)
+
+    def diagnostic(
+        self, line: int, col: int, message: str, hint: str = "", *, span: int = 1
+    ) -> Diagnostic:
+        """A :class:`Diagnostic` at ``line:col`` underlining ``span`` characters."""
+        return Diagnostic(
+            self.location(line, col), message, hint, source_line=self.line(line), span=span
+        )

@@ -1,0 +1,594 @@
+"""The header grammar: the leading comment block of an annotated SQL file → typed specs.
+
+The header is the block of ``-- `` (or ``// ``) lines at the top of the file; a blank line
+or the first SQL line ends it. Each header line is ``<keyword> <rest>``::
+
+    -- materialize delta://analytics/orders_clean key=order_id
+    -- on delta://raw/orders
+    -- $min_amount (float) = 0
+    -- group sales
+
+Every problem becomes a :class:`~assetlake_dagster.errors.Diagnostic` pointing at the
+offending word of the original line; parsing goes on after an error so that one load
+reports every problem of the file.
+"""
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Optional
+
+# Dagster's own validators, so a bad owner/tag/group fails here with a line number instead
+# of later inside dagster.AssetSpec without one.
+from dagster._core.definitions.utils import VALID_GROUP_NAME_REGEX, is_valid_owner
+from dagster._core.storage.tags import KIND_PREFIX
+from dagster._utils.tags import is_valid_strict_tag_value, is_valid_tag_key
+
+from assetlake_dagster.errors import Diagnostic, SourceText, did_you_mean
+from assetlake_dagster.spec import (
+    RESERVED_TABLE_SUFFIX,
+    URI_SCHEME,
+    ArgumentSpec,
+    ArgumentType,
+    MaterializeSpec,
+    TableUri,
+    UpstreamSpec,
+    WriteStrategy,
+    is_identifier,
+)
+
+MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
+#: Options of the materialize line, for did-you-mean (``history``... arrive with SCD2).
+MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=")
+#: Keywords and options recognised now but implemented by a later feature.
+LATER_KEYWORDS = {
+    "partitioned": "partitions",
+    "data_test": "data tests",
+    "column": "column lineage",
+    "schedule": "schedules",
+    "automation": "declarative automation",
+}
+LATER_OPTIONS = {
+    "history": "SCD2 history",
+    "track=": "SCD2 history",
+    "deletes=": "SCD2 history",
+    "scd2": "SCD2 history",
+    "window=": "partitions",
+}
+#: Every header keyword (``$<name>`` arguments aside).
+KEYWORDS = (
+    "materialize",
+    "on",
+    "group",
+    "owner",
+    "tags",
+    "description",
+    "kinds",
+    "pipeline",
+    *LATER_KEYWORDS,
+)
+ARGUMENT_TYPES: dict[str, ArgumentType] = {
+    **{t.value: t for t in ArgumentType},
+    "str": ArgumentType.STRING,
+    "integer": ArgumentType.INT,
+    "bigint": ArgumentType.INT,
+    "double": ArgumentType.FLOAT,
+    "boolean": ArgumentType.BOOL,
+}
+_TYPE_LIST = ", ".join(t.value for t in ArgumentType)
+_IDENTIFIER_HINT = "Use letters, digits and underscores, not starting with a digit."
+_TAG_HINT = "Use letters, digits, '_', '-' and '.', at most 63 characters."
+_WORD_RE = re.compile(r"\S+")
+_INT_RE = re.compile(r"[+-]?\d+")
+_FLOAT_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class Word(NamedTuple):
+    """A whitespace-delimited word of a header line and its 1-based position."""
+
+    text: str
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Header:
+    """The parsed header of one file.
+
+    Attributes:
+        materialize: the target and strategy, or ``None`` if missing or invalid.
+        manual: whether the materialize line says ``manual`` (known even when its URI is bad).
+        key_columns: the ``key=`` columns with their positions (MERGE only), for cross-checks.
+        upstreams: ``-- on`` tables, in file order.
+        arguments: ``-- $name (type)`` arguments, in file order.
+        argument_names: the names of every ``$name`` line, valid or not, so that a bad type
+            or default is reported once, not again as an undeclared ``:name``.
+        body_start: the 1-based line where the SQL body starts (the first non-header line).
+    """
+
+    materialize: Optional[MaterializeSpec] = None
+    manual: bool = False
+    key_columns: tuple[Word, ...] = ()
+    upstreams: tuple[UpstreamSpec, ...] = ()
+    arguments: tuple[ArgumentSpec, ...] = ()
+    argument_names: frozenset[str] = frozenset()
+    group: Optional[str] = None
+    owners: tuple[str, ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
+    description: Optional[str] = None
+    kinds: tuple[str, ...] = ()
+    body_start: int = 1
+
+
+def header_length(lines: list[str]) -> int:
+    """How many leading lines form the header (comment lines up to a blank or SQL line).
+
+    Example:
+        >>> header_length(["-- materialize delta://a/b", "--", "", "-- not header", "SELECT 1"])
+        2
+    """
+    count = 0
+    for line in lines:
+        stripped = line.lstrip()
+        if not stripped.startswith(("--", "//")):
+            break
+        count += 1
+    return count
+
+
+def parse_header(src: SourceText) -> tuple[Header, list[Diagnostic]]:
+    """Parse the header of one annotated SQL file.
+
+    Args:
+        src: the whole file (header and body).
+
+    Returns:
+        The header and every problem found in it (empty when valid).
+
+    Example:
+        >>> src = SourceText.of("f.sql", "-- materialize delta://a/b key=id\\nSELECT 1 AS id")
+        >>> header, problems = parse_header(src)
+        >>> header.materialize.strategy.value, header.materialize.key, header.body_start, problems
+        ('merge', ('id',), 2, [])
+    """
+    return _HeaderParser(src).parse()
+
+
+def convert_value(text: str, type_: ArgumentType) -> Any:
+    """Convert the text of an argument value to the Python value of ``type_``.
+
+    Raises:
+        ValueError: with a hint on how to write a valid value.
+
+    Example:
+        >>> convert_value("2024-01-31", ArgumentType.DATE), convert_value("'a b'", ArgumentType.STRING)
+        (datetime.date(2024, 1, 31), 'a b')
+    """
+    if type_ in (ArgumentType.STRING, ArgumentType.DATE, ArgumentType.TIMESTAMP):
+        # Quotes are optional; SQL habit is to quote strings and dates.
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]
+    if type_ is ArgumentType.STRING:
+        return text
+    if type_ is ArgumentType.INT and _INT_RE.fullmatch(text):
+        return int(text)
+    if type_ is ArgumentType.FLOAT and _FLOAT_RE.fullmatch(text):
+        return float(text)
+    if type_ is ArgumentType.BOOL and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        if type_ is ArgumentType.DATE and _DATE_RE.fullmatch(text):
+            return dt.date.fromisoformat(text)
+        if type_ is ArgumentType.TIMESTAMP and _DATE_RE.match(text):
+            return dt.datetime.fromisoformat(text)
+    except ValueError:
+        pass  # e.g. 2024-02-30: right shape, not a real date
+    raise ValueError(_VALUE_HINTS[type_])
+
+
+_VALUE_HINTS = {
+    ArgumentType.INT: "Write a whole number, e.g. '= 10'.",
+    ArgumentType.FLOAT: "Write a number, e.g. '= 0.5'.",
+    ArgumentType.BOOL: "Write 'true' or 'false'.",
+    ArgumentType.DATE: "Write a date as YYYY-MM-DD, e.g. '= 2024-01-31'.",
+    ArgumentType.TIMESTAMP: "Write an ISO timestamp, e.g. '= 2024-01-31T08:00:00'.",
+}
+
+
+def _words(raw: str, start: int, line: int) -> list[Word]:
+    return [Word(m.group(), line, m.start() + 1) for m in _WORD_RE.finditer(raw, start)]
+
+
+def _comma_items(word_text: str, first: Word) -> list[Word]:
+    """Split ``a=1, b=2`` (the rest of a line from ``first``) into items with positions."""
+    items, offset = [], 0
+    for piece in word_text.split(","):
+        lead = len(piece) - len(piece.lstrip())
+        items.append(Word(piece.strip(), first.line, first.col + offset + lead))
+        offset += len(piece) + 1
+    return items
+
+
+class _HeaderParser:
+    """One pass over the header lines; one method per keyword."""
+
+    def __init__(self, src: SourceText):
+        self.src = src
+        self.diagnostics: list[Diagnostic] = []
+        self.materialize: Optional[MaterializeSpec] = None
+        self.materialize_line: Optional[int] = None
+        self.manual = False
+        self.key_columns: tuple[Word, ...] = ()
+        self.upstreams: dict[TableUri, UpstreamSpec] = {}
+        self.arguments: dict[str, ArgumentSpec] = {}
+        self.argument_names: set[str] = set()
+        self.group: Optional[Word] = None
+        self.owners: dict[str, Word] = {}
+        self.tags: dict[str, tuple[str, Word]] = {}
+        self.description: list[str] = []
+        self.kinds: dict[str, Word] = {}
+        self.handlers: dict[str, Callable[[Word, list[Word], str], None]] = {
+            "materialize": self._materialize,
+            "on": self._on,
+            "group": self._group,
+            "owner": self._owner,
+            "tags": self._tags,
+            "description": self._description,
+            "kinds": self._kinds,
+            "pipeline": lambda kw, rest, raw: None,  # Windmill compatibility marker
+        }
+
+    def error(self, word: Word, message: str, hint: str = "", span: Optional[int] = None) -> None:
+        span = len(word.text) if span is None else span
+        self.diagnostics.append(self.src.diagnostic(word.line, word.col, message, hint, span=span))
+
+    def parse(self) -> tuple[Header, list[Diagnostic]]:
+        lines = list(self.src.lines)
+        length = header_length(lines)
+        for number, raw in enumerate(lines[:length], start=1):
+            content = len(raw) - len(raw.lstrip()) + 2  # index just past '--' or '//'
+            words = _words(raw, content, number)
+            if not words:
+                continue  # a bare '--' line
+            keyword, rest = words[0], words[1:]
+            if keyword.text.startswith("$"):
+                self._argument(keyword, raw)
+            elif keyword.text in self.handlers:
+                self.handlers[keyword.text](keyword, rest, raw)
+            elif keyword.text in LATER_KEYWORDS:
+                hint = f"Remove the line; it arrives with {LATER_KEYWORDS[keyword.text]} support."
+                self.error(keyword, f"{keyword.text} is not supported yet.", hint)
+            else:
+                hint = did_you_mean(keyword.text, KEYWORDS).strip()
+                hint = hint or "Separate free comments from the header with a blank line."
+                self.error(keyword, f"unknown annotation '{keyword.text}'.", hint)
+        if self.materialize_line is None:
+            hint = f"Add '{MATERIALIZE_FORM}' at the top of the file."
+            self.error(Word("", 1, 1), "no '-- materialize' annotation.", hint)
+        header = Header(
+            materialize=self.materialize,
+            manual=self.manual,
+            key_columns=self.key_columns,
+            upstreams=tuple(self.upstreams.values()),
+            arguments=tuple(self.arguments.values()),
+            argument_names=frozenset(self.argument_names),
+            group=self.group.text if self.group else None,
+            owners=tuple(self.owners),
+            tags=tuple((k, v) for k, (v, _) in self.tags.items()),
+            description=" ".join(self.description) or None,
+            kinds=tuple(self.kinds),
+            body_start=length + 1,
+        )
+        return header, self.diagnostics
+
+    # -- materialize ------------------------------------------------------------------
+
+    def _materialize(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if self.materialize_line is not None:
+            self.error(
+                keyword,
+                "more than one '-- materialize' annotation.",
+                f"The first is on line {self.materialize_line}; a file produces exactly one table.",
+            )
+            return
+        self.materialize_line = keyword.line
+        words = list(rest)
+        if words and words[0].text in ("manual", "scd2"):
+            lead = words.pop(0)
+            if lead.text == "manual":
+                self.manual = True
+            else:
+                self._later_option(lead, "scd2")
+        if not words:
+            self.error(keyword, "'-- materialize' needs a table URI.", f"Write '{MATERIALIZE_FORM}'.")
+            return
+        uri = self._uri(words[0], target=True)
+        options: dict[str, Word] = {}
+        for word in words[1:]:
+            name = _option_name(word.text)
+            if name in options:
+                self.error(word, f"option '{name}' is given twice.", f"Keep one '{name}'.")
+                continue
+            options[name] = word
+            if name == "key=":
+                self.key_columns = self._key(word)
+            elif name in LATER_OPTIONS:
+                self._later_option(word, name)
+            elif name == "manual":
+                self.error(
+                    word,
+                    "'manual' must come before the table URI.",
+                    "Write '-- materialize manual delta://<schema>/<table>'.",
+                )
+            elif name != "append":
+                hint = did_you_mean(name, MATERIALIZE_OPTIONS).strip()
+                self.error(
+                    word, f"unknown option '{word.text}'.", hint or "Options are 'append' and 'key=<c1,c2>'."
+                )
+        if self.manual:
+            for name in ("append", "key="):
+                if name in options:
+                    self.error(
+                        options[name],
+                        f"'manual' cannot be combined with '{name}'.",
+                        f"A manual script writes its own table; remove '{options[name].text}' or 'manual'.",
+                    )
+        if uri is None:
+            return
+        if self.manual:
+            strategy, key = WriteStrategy.MANUAL, ()
+        elif "append" in options:  # append wins over key= (Windmill semantics)
+            strategy, key = WriteStrategy.APPEND, ()
+        elif "key=" in options:
+            strategy, key = WriteStrategy.MERGE, tuple(w.text for w in self.key_columns)
+        else:
+            strategy, key = WriteStrategy.REPLACE, ()
+        if strategy is not WriteStrategy.MERGE:
+            self.key_columns = ()
+        location = self.src.location(words[0].line, words[0].col)
+        self.materialize = MaterializeSpec(uri, strategy, key, location=location)
+
+    def _key(self, word: Word) -> tuple[Word, ...]:
+        columns, seen, col = [], set(), word.col + len("key=")
+        names = word.text[len("key=") :].split(",")
+        if not all(names):
+            hint = "Write 'key=<c1,c2>' without spaces."
+            self.error(word, f"'{word.text}' has an empty column name.", hint)
+            return ()
+        for name in names:
+            column = Word(name, word.line, col)
+            col += len(name) + 1
+            if not is_identifier(name):
+                self.error(column, f"key column '{name}' is not an allowed identifier.", _IDENTIFIER_HINT)
+            elif name.lower() in seen:
+                self.error(column, f"key column '{name}' is listed twice.", "Remove the repeated column.")
+            else:
+                seen.add(name.lower())
+                columns.append(column)
+        return tuple(columns)
+
+    def _later_option(self, word: Word, name: str) -> None:
+        self.error(
+            word,
+            f"{name} is not supported yet.",
+            f"Remove '{word.text}'; it arrives with {LATER_OPTIONS[name]} support.",
+        )
+
+    def _uri(self, word: Word, *, target: bool) -> Optional[TableUri]:
+        text = word.text
+        if not text.startswith(URI_SCHEME):
+            self.error(word, f"unsupported table URI '{text}'.", "Write 'delta://<schema>/<table>'.")
+            return None
+        segments = text[len(URI_SCHEME) :].split("/")
+        if len(segments) != 2 or not all(segments):
+            self.error(
+                word,
+                f"table URI '{text}' is not 'delta://<schema>/<table>'.",
+                "Use exactly two segments, the schema and the table.",
+            )
+            return None
+        col = word.col + len(URI_SCHEME)
+        for segment in segments:
+            if not is_identifier(segment):
+                self.error(
+                    Word(segment, word.line, col),
+                    f"'{segment}' in '{text}' is not an allowed identifier.",
+                    _IDENTIFIER_HINT,
+                )
+                return None
+            col += len(segment) + 1
+        table = segments[1]
+        if target and table.lower().endswith(RESERVED_TABLE_SUFFIX):
+            self.error(
+                Word(table, word.line, col - len(table) - 1),
+                f"table name '{table}' ends in '{RESERVED_TABLE_SUFFIX}', which is reserved.",
+                "The suffix names the SCD2 companion view; choose another table name.",
+            )
+            return None
+        try:
+            return TableUri.parse(text)
+        except ValueError as err:  # unreachable after the checks above; kept as a safety net
+            self.error(word, f"invalid table URI '{text}': {err}.")
+            return None
+
+    # -- on / $arguments -----------------------------------------------------------------
+
+    def _on(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if not rest:
+            self.error(keyword, "'-- on' needs a table URI.", "Write '-- on delta://<schema>/<table>'.")
+            return
+        uri = self._uri(rest[0], target=False)
+        for word in rest[1:]:
+            if word.text.startswith("window="):
+                self._later_option(word, "window=")
+            else:
+                hint = did_you_mean(_option_name(word.text), ["window="]).strip()
+                self.error(
+                    word, f"unknown option '{word.text}'.", hint or "Declare one table per '-- on' line."
+                )
+        if uri is None:
+            return
+        if uri in self.upstreams:
+            first = self.upstreams[uri].location
+            message = f"'{uri}' is already declared on line {first.line}."
+            self.error(rest[0], message, "Remove the repeated line.")
+            return
+        location = self.src.location(rest[0].line, rest[0].col)
+        self.upstreams[uri] = UpstreamSpec(uri, declared=True, location=location)
+
+    def _argument(self, keyword: Word, raw: str) -> None:
+        name_match = re.compile(r"[^\s(=]*").match(raw, keyword.col)  # just past '$'
+        name = name_match.group()
+        name_word = Word(name, keyword.line, keyword.col + 1)
+        if not name:
+            self.error(keyword, "'$' needs an argument name.", "Write '-- $<name> (<type>) [= <default>]'.")
+            return
+        if not is_identifier(name):
+            self.error(name_word, f"argument name '{name}' is not an allowed identifier.", _IDENTIFIER_HINT)
+            return
+        self.argument_names.add(name)
+        pos = _skip_spaces(raw, name_match.end())
+        if raw[pos : pos + 1] != "(" or ")" not in raw[pos:]:
+            self.error(
+                Word(raw[pos:].strip() or " ", keyword.line, pos + 1),
+                f"argument '${name}' needs a type in parentheses.",
+                f"Write '-- ${name} (<type>) [= <default>]' with a type among: {_TYPE_LIST}.",
+            )
+            return
+        close = raw.index(")", pos)
+        type_text = raw[pos + 1 : close].strip()
+        type_word = Word(type_text, keyword.line, _skip_spaces(raw, pos + 1) + 1)
+        type_ = ARGUMENT_TYPES.get(type_text.lower())
+        if type_ is None:
+            hint = did_you_mean(type_text.lower(), ARGUMENT_TYPES).strip()
+            self.error(
+                type_word,
+                f"unknown argument type '{type_text}'.",
+                hint or f"Types are: {_TYPE_LIST}.",
+                span=max(1, len(type_text)),
+            )
+        pos = _skip_spaces(raw, close + 1)
+        default, has_default = None, False
+        if raw[pos:].strip():
+            if raw[pos] != "=":
+                self.error(
+                    Word(raw[pos:].rstrip(), keyword.line, pos + 1),
+                    f"unexpected '{raw[pos:].rstrip()}' after the type.",
+                    "Write '= <default>' to give a default value.",
+                )
+                return
+            start = _skip_spaces(raw, pos + 1)
+            default_word = Word(raw[start:].rstrip(), keyword.line, start + 1)
+            if not default_word.text:
+                self.error(
+                    Word("=", keyword.line, pos + 1),
+                    f"argument '${name}' has '=' but no default.",
+                    "Write a value after '=', or remove '='.",
+                )
+                return
+            if type_ is not None:
+                try:
+                    default, has_default = convert_value(default_word.text, type_), True
+                except ValueError as err:
+                    message = f"default '{default_word.text}' is not a valid {type_.value}."
+                    self.error(default_word, message, str(err))
+                    return
+        if type_ is None:
+            return
+        if name in self.arguments:
+            first = self.arguments[name].location
+            hint = f"The first declaration is on line {first.line}; remove one."
+            self.error(name_word, f"argument '${name}' is declared twice.", hint)
+            return
+        location = self.src.location(keyword.line, keyword.col)
+        self.arguments[name] = ArgumentSpec(name, type_, default, has_default, location=location)
+
+    # -- catalog attributes ----------------------------------------------------------------
+
+    def _needs_value(self, keyword: Word, rest: list[Word], form: str) -> bool:
+        if rest:
+            return True
+        self.error(keyword, f"'-- {keyword.text}' needs a value.", f"Write '-- {keyword.text} {form}'.")
+        return False
+
+    def _group(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if not self._needs_value(keyword, rest, "<name>"):
+            return
+        group = Word(raw[rest[0].col - 1 :].rstrip(), rest[0].line, rest[0].col)
+        if self.group is not None:
+            hint = "An asset belongs to one group; keep one '-- group' line."
+            self.error(keyword, f"group is already set on line {self.group.line}.", hint)
+        elif not VALID_GROUP_NAME_REGEX.match(group.text):
+            self.error(
+                group,
+                f"group '{group.text}' is not a valid group name.",
+                "Use letters, digits and underscores, with '/' between segments.",
+            )
+        else:
+            self.group = group
+
+    def _owner(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if not self._needs_value(keyword, rest, "<email or team:name>"):
+            return
+        owner = rest[0]
+        if len(rest) > 1:
+            self.error(rest[1], "'-- owner' takes one owner per line.", "Repeat '-- owner' for each owner.")
+        elif not is_valid_owner(owner.text):
+            self.error(
+                owner,
+                f"owner '{owner.text}' is not an email address or 'team:<name>'.",
+                "Write e.g. '-- owner alice@example.com' or '-- owner team:data-eng'.",
+            )
+        elif owner.text in self.owners:
+            self.error(owner, f"owner '{owner.text}' is listed twice.", "Remove the repeated owner.")
+        else:
+            self.owners[owner.text] = owner
+
+    def _tags(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if not self._needs_value(keyword, rest, "<k=v,k2=v2>"):
+            return
+        for item in _comma_items(raw[rest[0].col - 1 :].rstrip(), rest[0]):
+            key, eq, value = item.text.partition("=")
+            if not item.text:
+                self.error(item, "empty tag in the list.", "Write 'tags k=v,k2=v2'.", span=1)
+            elif not eq:
+                self.error(item, f"tag '{item.text}' has no value.", "Write 'key=value'.")
+            elif not is_valid_tag_key(key):
+                self.error(item, f"tag key '{key}' is not valid.", _TAG_HINT, span=max(1, len(key)))
+            elif not is_valid_strict_tag_value(value):
+                value_word = Word(value, item.line, item.col + len(key) + 1)
+                self.error(value_word, f"tag value '{value}' is not valid.", _TAG_HINT)
+            elif key in self.tags:
+                message = f"tag '{key}' is already set on line {self.tags[key][1].line}."
+                self.error(Word(key, item.line, item.col), message, "Keep one value per tag key.")
+            else:
+                self.tags[key] = (value, item)
+
+    def _description(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if self._needs_value(keyword, rest, "<text>"):
+            self.description.append(raw[rest[0].col - 1 :].strip())
+
+    def _kinds(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if not self._needs_value(keyword, rest, "<kind1,kind2>"):
+            return
+        for item in _comma_items(raw[rest[0].col - 1 :].rstrip(), rest[0]):
+            if not item.text:
+                self.error(item, "empty kind in the list.", "Write 'kinds a,b'.", span=1)
+            elif not is_valid_tag_key(KIND_PREFIX + item.text):
+                self.error(item, f"kind '{item.text}' is not valid.", _TAG_HINT)
+            elif item.text in self.kinds:
+                self.error(item, f"kind '{item.text}' is listed twice.", "Remove the repeated kind.")
+            else:
+                self.kinds[item.text] = item
+
+
+def _option_name(text: str) -> str:
+    """``key=a,b`` → ``key=``; ``append`` → ``append``."""
+    return text.split("=", 1)[0] + "=" if "=" in text else text
+
+
+def _skip_spaces(raw: str, pos: int) -> int:
+    while pos < len(raw) and raw[pos] in " \t":
+        pos += 1
+    return pos

@@ -1,0 +1,61 @@
+"""The ``assetlake`` command line.
+
+Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMANDS`
+(handler returning the exit code), so adding one touches exactly those two places::
+
+    assetlake validate pipelines/
+"""
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Optional
+
+from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.project import load_project
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        project = load_project(args.project_dir)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(f"ok: {len(project.assets)} assets, {len(project.external)} external tables in {args.project_dir}")
+    return 0
+
+
+#: Subcommand name → handler; a handler returns the process exit code.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "validate": _validate,
+}
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="assetlake", description="Annotated Spark SQL files as Dagster assets with managed Delta writes."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="<command>")
+    validate = commands.add_parser(
+        "validate",
+        help="check a folder of SQL files like the definitions loader does",
+        description="Check every *.sql file under DIR; print every error, exit 1 if there is any.",
+    )
+    validate.add_argument("project_dir", metavar="DIR", help="the folder of annotated SQL files")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``assetlake`` command line and return its exit code.
+
+    Example:
+        >>> main(["validate", "assetlake_dagster_tests/projects/basic"])  # doctest: +SKIP
+        ok: 4 assets, 2 external tables in assetlake_dagster_tests/projects/basic
+        0
+    """
+    args = _build_parser().parse_args(argv)
+    return COMMANDS[args.command](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,385 @@
+"""A folder of annotated SQL files → one checked :class:`Project`.
+
+Each ``*.sql`` file (recursively, sorted) becomes a
+:class:`~assetlake_dagster.spec.SqlAssetSpec`; then the files are checked against each
+other (one producer per table, no dependency cycles). Every problem of every file is
+collected and raised once, as one :class:`~assetlake_dagster.errors.ProjectError`.
+"""
+
+import dataclasses
+import hashlib
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Optional
+
+from assetlake_dagster.annotations import Header, parse_header
+from assetlake_dagster.errors import (
+    ConfigError,
+    Diagnostic,
+    ProjectError,
+    SourceLocation,
+    SourceText,
+    did_you_mean,
+    display_path,
+)
+from assetlake_dagster.spec import RESERVED_COLUMNS, SqlAssetSpec, TableUri, UpstreamSpec
+from assetlake_dagster.sql_analysis import SqlAnalysis, analyze_sql
+
+_TableKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded, checked project folder.
+
+    Attributes:
+        root: absolute path of the folder.
+        assets: one spec per SQL file, sorted by path.
+        external: tables read or declared upstream that no file produces, sorted.
+    """
+
+    root: str
+    assets: tuple[SqlAssetSpec, ...]
+    external: tuple[TableUri, ...]
+
+    def by_uri(self) -> dict[TableUri, SqlAssetSpec]:
+        """The assets keyed by the table they materialize."""
+        return {spec.uri: spec for spec in self.assets}
+
+
+def load_project(project_dir: "str | os.PathLike[str]") -> Project:
+    """Load every ``*.sql`` file under ``project_dir`` and check them together.
+
+    Raises:
+        ProjectError: with every problem of every file, sorted by file and position.
+        ConfigError: when ``project_dir`` is not a folder.
+
+    Example:
+        >>> project = load_project("assetlake_dagster_tests/projects/basic")  # doctest: +SKIP
+        >>> [str(spec.uri) for spec in project.assets]  # doctest: +SKIP
+        ['delta://analytics/customer_totals', 'delta://analytics/order_log', ...]
+    """
+    root = os.path.abspath(os.fspath(project_dir))
+    if not os.path.isdir(root):
+        raise ConfigError(f"project folder '{display_path(root)}' does not exist or is not a folder.")
+    specs: list[SqlAssetSpec] = []
+    sources: dict[str, SourceText] = {}  # by spec.path, to quote lines in cross-file errors
+    diagnostics: list[Diagnostic] = []
+    for path in discover_sql_files(root):
+        text, problem = _read(path)
+        if problem is not None:
+            diagnostics.append(problem)
+            continue
+        spec, problems, src = _build_spec(path, text)
+        diagnostics.extend(problems)
+        if spec is not None:
+            specs.append(spec)
+            sources[spec.path] = src
+    specs, problems = _cross_check(specs, sources)
+    diagnostics.extend(problems)
+    if diagnostics:
+        raise ProjectError(diagnostics)
+    produced = {spec.uri for spec in specs}
+    external = {u.uri for spec in specs for u in spec.upstreams if u.uri not in produced}
+    return Project(
+        root=root,
+        assets=tuple(sorted(specs, key=lambda s: s.path)),
+        external=tuple(sorted(external, key=_sort_key)),
+    )
+
+
+def parse_file(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diagnostic]]:
+    """Parse and check one annotated SQL file on its own (no cross-file checks).
+
+    Returns:
+        The spec and ``[]``, or ``None`` and every problem found.
+
+    Example:
+        >>> text = "-- materialize delta://a/t key=id\\n\\nSELECT id FROM raw.src"
+        >>> spec, problems = parse_file("f.sql", text)
+        >>> spec.materialize.strategy.value, [str(u.uri) for u in spec.upstreams], problems
+        ('merge', ['delta://raw/src'], [])
+    """
+    spec, diagnostics, _ = _build_spec(path, text)
+    return (None if diagnostics else spec), diagnostics
+
+
+def discover_sql_files(root: str) -> list[str]:
+    """Every ``*.sql`` file under ``root``, recursively, sorted; hidden folders skipped.
+
+    Example:
+        >>> discover_sql_files("/nonexistent")
+        []
+    """
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        found.extend(os.path.join(folder, f) for f in files if f.endswith(".sql"))
+    return sorted(found)
+
+
+def _read(path: str) -> tuple[str, Optional[Diagnostic]]:
+    shown = display_path(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as err:
+        return "", Diagnostic(SourceLocation(shown, 1), f"cannot read the file: {err.strerror}.")
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        return "", Diagnostic(
+            SourceLocation(shown, line, col),
+            f"the file is not valid UTF-8 (byte 0x{raw[err.start]:02x}).",
+            "Save it as UTF-8.",
+        )
+
+
+def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diagnostic], SourceText]:
+    """The spec (whenever the materialize line is valid, for cross-checks), the problems
+    and the source (to quote lines in cross-file errors)."""
+    code_version = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    path = os.path.abspath(path)
+    src = SourceText.of(path, _normalize(text))
+    header, diagnostics = parse_header(src)
+    analysis, problems = analyze_sql(src, header.body_start, manual=header.manual)
+    diagnostics.extend(problems)
+    diagnostics.extend(_check_query(src, header, analysis))
+    if header.materialize is None:
+        return None, diagnostics, src
+    spec = SqlAssetSpec(
+        path=path,
+        materialize=header.materialize,
+        upstreams=_merge_upstreams(header, analysis),
+        arguments=header.arguments,
+        setup=analysis.setup,
+        select=analysis.select,
+        output_columns=(
+            tuple(c.name for c in analysis.output_columns) if analysis.output_columns is not None else None
+        ),
+        group=header.group,
+        owners=header.owners,
+        tags=header.tags,
+        description=header.description,
+        kinds=header.kinds,
+        code_version=code_version,
+    )
+    return spec, diagnostics, src
+
+
+def _normalize(text: str) -> str:
+    """Without a byte-order mark and with ``\\n`` line endings, as the parsers expect."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list[Diagnostic]:
+    """The header against the SQL: markers declared, columns allowed, key columns projected."""
+    diagnostics = []
+
+    def error(location: SourceLocation, message: str, hint: str, span: int) -> None:
+        diagnostics.append(src.diagnostic(location.line, location.col, message, hint, span=span))
+
+    for marker in analysis.parameters:
+        if marker.name not in header.argument_names:
+            hint = did_you_mean(marker.name, sorted(header.argument_names)).replace("'", "':", 1).strip()
+            error(
+                marker.location,
+                f"parameter ':{marker.name}' is not declared.",
+                hint or f"Declare it in the header: '-- ${marker.name} (<type>)'.",
+                marker.span,
+            )
+    if header.manual or analysis.output_columns is None:
+        return diagnostics
+    seen: dict[str, int] = {}
+    for column in analysis.output_columns:
+        name = column.name.lower()  # Delta column names are case-insensitive
+        if name in RESERVED_COLUMNS:
+            error(
+                column.location,
+                f"column '{column.name}' is reserved.",
+                f"assetlake writes {', '.join(sorted(RESERVED_COLUMNS))} itself; rename or drop it.",
+                column.span,
+            )
+        elif name in seen:
+            error(
+                column.location,
+                f"column '{column.name}' is projected twice.",
+                f"The first is on line {seen[name]}; Delta column names are case-insensitive, alias one.",
+                column.span,
+            )
+        else:
+            seen[name] = column.location.line
+    names = [c.name for c in analysis.output_columns]
+    for key in header.key_columns:
+        if key.text.lower() not in seen:
+            hint = did_you_mean(key.text, names).strip()
+            error(
+                src.location(key.line, key.col),
+                f"key column '{key.text}' is not among the SELECT's columns.",
+                hint or f"The SELECT projects: {', '.join(names)}.",
+                len(key.text),
+            )
+    return diagnostics
+
+
+def _merge_upstreams(header: Header, analysis: SqlAnalysis) -> tuple[UpstreamSpec, ...]:
+    """Declared and inferred upstreams, deduplicated (declared wins), without the target."""
+    merged: dict[_TableKey, UpstreamSpec] = {}
+    for upstream in header.upstreams:
+        merged.setdefault(_key(upstream.uri), upstream)
+    for ref in analysis.tables:
+        merged.setdefault(_key(ref.uri), UpstreamSpec(ref.uri, declared=False, location=ref.location))
+    merged.pop(_key(header.materialize.uri), None)  # the file may read its own target
+    return tuple(sorted(merged.values(), key=lambda u: _sort_key(u.uri)))
+
+
+def _cross_check(
+    specs: list[SqlAssetSpec], sources: dict[str, SourceText]
+) -> tuple[list[SqlAssetSpec], list[Diagnostic]]:
+    """One producer per table and no cycles; upstreams renamed to their producer's spelling."""
+    diagnostics = []
+    producers: dict[_TableKey, list[SqlAssetSpec]] = defaultdict(list)
+    for spec in specs:
+        producers[_key(spec.uri)].append(spec)
+    for group in producers.values():
+        for spec in group if len(group) > 1 else ():
+            others = ", ".join(_where(o.materialize.location) for o in group if o is not spec)
+            location = spec.materialize.location
+            diagnostics.append(
+                sources[spec.path].diagnostic(
+                    location.line,
+                    location.col,
+                    f"{spec.uri} is also materialized by {others}.",
+                    "A table has exactly one producing file; retarget or remove one '-- materialize' line.",
+                    span=len(str(spec.uri)),
+                )
+            )
+    # Spark resolves table names case-insensitively: `FROM Analytics.Orders` reads the table
+    # that delta://analytics/orders produces, so every reference takes one spelling: the
+    # producer's, else the first seen (files in path order). Asset keys then match.
+    canonical = {key: group[0].uri for key, group in producers.items()}
+    for spec in sorted(specs, key=lambda s: s.path):
+        for upstream in spec.upstreams:
+            canonical.setdefault(_key(upstream.uri), upstream.uri)
+    specs = [_canonical_upstreams(spec, canonical) for spec in specs]
+    diagnostics.extend(_cycles(specs, sources))
+    return specs, diagnostics
+
+
+def _canonical_upstreams(spec: SqlAssetSpec, canonical: dict[_TableKey, TableUri]) -> SqlAssetSpec:
+    renamed = (dataclasses.replace(u, uri=canonical[_key(u.uri)]) for u in spec.upstreams)
+    upstreams = tuple(sorted(renamed, key=lambda u: _sort_key(u.uri)))
+    return spec if upstreams == spec.upstreams else dataclasses.replace(spec, upstreams=upstreams)
+
+
+def _cycles(specs: list[SqlAssetSpec], sources: dict[str, SourceText]) -> list[Diagnostic]:
+    """One diagnostic per dependency cycle among produced tables."""
+    producer: dict[_TableKey, SqlAssetSpec] = {}
+    for spec in specs:
+        producer.setdefault(_key(spec.uri), spec)  # a duplicate target is reported already
+    reads: dict[_TableKey, list[_TableKey]] = {
+        key: [_key(u.uri) for u in spec.upstreams if _key(u.uri) in producer]
+        for key, spec in producer.items()
+    }
+    diagnostics = []
+    for component in _strongly_connected(reads):
+        if len(component) < 2:
+            continue  # self-reads were dropped when upstreams merged
+        start = min(component, key=lambda k: producer[k].path)
+        cycle = _path_back(start, reads, component)
+        names = [str(producer[k].uri) for k in cycle + [start]]
+        chain = f"{names[0]} reads " + ", which reads ".join(names[1:])
+        first = producer[start]
+        upstream = next(u for u in first.upstreams if _key(u.uri) == cycle[1])
+        span = len(str(upstream.uri)) if upstream.declared else len(upstream.uri.sql_name)
+        location = upstream.location or first.materialize.location
+        diagnostics.append(
+            sources[first.path].diagnostic(
+                location.line,
+                location.col,
+                f"dependency cycle: {chain}.",
+                "Assets must form a DAG; remove one of these reads.",
+                span=span,
+            )
+        )
+    return diagnostics
+
+
+def _strongly_connected(graph: dict[_TableKey, list[_TableKey]]) -> list[list[_TableKey]]:
+    """Tarjan's algorithm, iterative: projects of 1000+ files would exceed Python's recursion."""
+    index: dict[_TableKey, int] = {}
+    low: dict[_TableKey, int] = {}
+    stack: list[_TableKey] = []
+    on_stack: set[_TableKey] = set()
+    components = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(graph[successor])))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(component)
+    return components
+
+
+def _path_back(
+    start: _TableKey, graph: dict[_TableKey, list[_TableKey]], within: list[_TableKey]
+) -> list[_TableKey]:
+    """The shortest path start → … → start inside one component (breadth first)."""
+    allowed = set(within)
+    previous: dict[_TableKey, _TableKey] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for successor in graph[node]:
+                if successor not in allowed or successor in previous:
+                    continue
+                previous[successor] = node
+                if successor == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return path[::-1]
+                following.append(successor)
+        frontier = following
+    return [start]  # unreachable for a component of two or more
+
+
+def _where(location: SourceLocation) -> str:
+    return f"{location.path}:{location.line}"
+
+
+def _key(uri: TableUri) -> _TableKey:
+    return uri.schema.lower(), uri.table.lower()
+
+
+def _sort_key(uri: TableUri) -> tuple[str, str]:
+    return uri.schema, uri.table

@@ -1,0 +1,3 @@
+-- materialize delta://cyc/a
+
+SELECT id FROM cyc.c

@@ -1,0 +1,3 @@
+-- materialize delta://cyc/b
+
+SELECT id FROM cyc.a

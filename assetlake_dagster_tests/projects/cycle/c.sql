@@ -1,0 +1,4 @@
+-- materialize delta://cyc/c
+-- on delta://cyc/b
+
+SELECT id FROM raw.src

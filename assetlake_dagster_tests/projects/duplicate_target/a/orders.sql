@@ -1,0 +1,3 @@
+-- materialize delta://dup/orders
+
+SELECT id FROM raw.orders

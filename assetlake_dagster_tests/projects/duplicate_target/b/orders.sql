@@ -1,0 +1,3 @@
+-- materialize delta://dup/Orders key=id
+
+SELECT id FROM raw.orders

@@ -1,0 +1,3 @@
+-- materialize delta://dup/report
+
+SELECT id FROM dup.orders

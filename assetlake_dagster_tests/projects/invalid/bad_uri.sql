@@ -1,0 +1,3 @@
+-- materialize delta://bad/uri/extra
+
+SELECT id FROM raw.src

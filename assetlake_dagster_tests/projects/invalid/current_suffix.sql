@@ -1,0 +1,3 @@
+-- materialize delta://bad/dim_current
+
+SELECT id FROM raw.src

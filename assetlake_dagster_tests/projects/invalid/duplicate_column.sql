@@ -1,0 +1,3 @@
+-- materialize delta://bad/duplicate_column
+
+SELECT id, name, ID FROM raw.src

@@ -1,0 +1,3 @@
+-- group bad
+
+SELECT id FROM raw.src

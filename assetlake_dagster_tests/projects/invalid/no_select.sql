@@ -1,0 +1,3 @@
+-- materialize delta://bad/no_select
+
+SET spark.sql.ansi.enabled = true;

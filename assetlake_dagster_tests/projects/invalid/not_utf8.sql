@@ -1,0 +1,3 @@
+-- materialize delta://bad/not_utf8
+
+SELECT ÿþ FROM raw.src

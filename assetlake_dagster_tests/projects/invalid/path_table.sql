@@ -1,0 +1,3 @@
+-- materialize delta://bad/path_table
+
+SELECT id FROM delta.`/data/raw/src`

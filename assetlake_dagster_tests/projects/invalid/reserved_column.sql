@@ -1,0 +1,3 @@
+-- materialize delta://bad/reserved_column
+
+SELECT id, 'x' AS _PARTITION FROM raw.src
