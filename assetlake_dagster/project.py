@@ -23,7 +23,13 @@ from assetlake_dagster.errors import (
     did_you_mean,
     display_path,
 )
-from assetlake_dagster.spec import RESERVED_COLUMNS, SqlAssetSpec, TableUri, UpstreamSpec
+from assetlake_dagster.spec import (
+    RESERVED_COLUMNS,
+    SqlAssetSpec,
+    TableUri,
+    UpstreamSpec,
+    is_identifier,
+)
 from assetlake_dagster.sql_analysis import SqlAnalysis, analyze_sql
 
 _TableKey = tuple[str, str]
@@ -196,7 +202,14 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
     seen: dict[str, int] = {}
     for column in analysis.output_columns:
         name = column.name.lower()  # Delta column names are case-insensitive
-        if name in RESERVED_COLUMNS:
+        if not is_identifier(column.name):
+            error(
+                column.location,
+                f"column name '{column.name}' is not a plain identifier.",
+                "Alias it with letters, digits and '_' only, e.g. AS order_id.",
+                column.span,
+            )
+        elif name in RESERVED_COLUMNS:
             error(
                 column.location,
                 f"column '{column.name}' is reserved.",

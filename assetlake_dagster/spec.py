@@ -140,6 +140,8 @@ class SqlStatement:
 
     sql: str
     line: int
+    #: names of the ``:name`` parameter markers the statement uses
+    parameters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -384,7 +384,9 @@ def _role(expression: Optional[exp.Expression], tokens: list[Token]) -> str:
     if isinstance(expression, exp.Create) and expression.kind == "VIEW":
         properties = expression.args.get("properties")
         kinds = {type(p) for p in properties.expressions} if properties else set()
-        if exp.TemporaryProperty in kinds and exp.GlobalProperty not in kinds:
+        # Only 'AS <query>' views: a view 'USING parquet OPTIONS (path ...)' would read
+        # files outside the lake.
+        if exp.TemporaryProperty in kinds and exp.GlobalProperty not in kinds and expression.expression:
             return "setup"
     return "other"
 
@@ -427,7 +429,10 @@ def _readable(description: str) -> str:
 
 
 def _as_spec(statement: _Statement) -> SqlStatement:
-    return SqlStatement(statement.sql, statement.line)
+    names: set[str] = set()
+    if statement.expression is not None:
+        names = {p.name for p in statement.expression.find_all(exp.Placeholder) if p.name and p.name != "?"}
+    return SqlStatement(statement.sql, statement.line, tuple(sorted(names)))
 
 
 def _last_nonblank_line(src: SourceText) -> int:

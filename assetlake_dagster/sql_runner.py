@@ -13,14 +13,17 @@ import dagster as dg
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.annotations import convert_value
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake import Lake, register_table
 from assetlake_dagster.spec import ArgumentSpec, ArgumentType, SqlAssetSpec, SqlStatement
 from assetlake_dagster.writes.commit import current_version
 
-# A named parameter marker; `::` casts and string literals are not markers.
-_MARKER_RE = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
-_STRING_RE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_TEMP_VIEW_RE = re.compile(
+    r"^\s*CREATE\s+(?P<replace>OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s+"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+AS\s+(?P<query>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 _CONFIG_TYPES = {
     ArgumentType.STRING: dg.String,
@@ -53,17 +56,14 @@ def bind_arguments(arguments: tuple[ArgumentSpec, ...], config: Mapping[str, Any
     values = {}
     for arg in arguments:
         value = config.get(arg.name, arg.default)
-        if value is not None and arg.type is ArgumentType.DATE and isinstance(value, str):
-            value = dt.date.fromisoformat(value)
-        elif value is not None and arg.type is ArgumentType.TIMESTAMP and isinstance(value, str):
-            value = dt.datetime.fromisoformat(value)
+        if isinstance(value, str) and arg.type in (ArgumentType.DATE, ArgumentType.TIMESTAMP):
+            # Run config carries dates as text; same parsing (and errors) as defaults.
+            try:
+                value = convert_value(value, arg.type)
+            except ValueError as exc:
+                raise AssetlakeError(f"run config {arg.name}={value!r}: {exc}", allow_retries=False) from exc
         values[arg.name] = value
     return values
-
-
-def markers(sql: str) -> set[str]:
-    """Names of the ``:name`` markers in a statement (outside string literals)."""
-    return set(_MARKER_RE.findall(_STRING_RE.sub("''", sql)))
 
 
 def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> dict[str, Optional[int]]:
@@ -87,8 +87,18 @@ def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> di
 
 def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, args: Mapping[str, Any]) -> DataFrame:
     """Run one statement with only the arguments it references bound."""
-    used = {name: args[name] for name in markers(stmt.sql) if name in args}
+    used = {name: args[name] for name in stmt.parameters if name in args}
     try:
+        view = _TEMP_VIEW_RE.match(stmt.sql) if used else None
+        if view:
+            # Spark refuses parameter markers inside CREATE VIEW; binding the query and
+            # registering its DataFrame gives the same view with the values bound.
+            df = spark.sql(view.group("query"), args=used)
+            if view.group("replace"):
+                df.createOrReplaceTempView(view.group("name"))
+            else:
+                df.createTempView(view.group("name"))
+            return df
         return spark.sql(stmt.sql, args=used or None)
     except PySparkException as exc:
         raise AssetlakeError(

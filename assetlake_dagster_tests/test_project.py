@@ -82,6 +82,7 @@ def test_basic_catalog_attributes_arguments_and_sql(basic):
             "CREATE OR REPLACE TEMP VIEW recent AS\n"
             "SELECT * FROM raw.orders WHERE amount >= :min_amount AND ordered_at >= :since",
             17,
+            ("min_amount", "since"),
         ),
     )
     assert spec.select == SqlStatement("SELECT order_id, customer_id, amount, ordered_at\nFROM recent\nWHERE NOT is_test", 19)
@@ -409,3 +410,35 @@ def test_empty_folder_is_an_empty_project(tmp_path):
 def test_missing_folder(tmp_path):
     with pytest.raises(ConfigError, match="does not exist or is not a folder"):
         load_project(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    "body, first_line",
+    [
+        pytest.param(
+            "SELECT `Order Id` AS `Order Id` FROM raw.t",
+            "f.sql:3:22: column name 'Order Id' is not a plain identifier. "
+            "Alias it with letters, digits and '_' only, e.g. AS order_id.",
+            id="non-identifier-output-column",
+        ),
+        pytest.param(
+            "CREATE TEMPORARY VIEW v USING parquet OPTIONS (path '/etc');\nSELECT a FROM v",
+            "f.sql:3:1: CREATE TEMPORARY VIEW is not allowed in a managed file; "
+            "the managed write creates and writes the table. Before the SELECT only SET, RESET, "
+            "CREATE TEMP VIEW, CACHE TABLE and UNCACHE TABLE may run; "
+            "use '-- materialize manual' to write tables yourself.",
+            id="file-backed-temp-view",
+        ),
+    ],
+)
+def test_lake_escapes_are_load_errors(body, first_line):
+    spec, problems = parse_file("f.sql", f"-- materialize delta://a/b\n\n{body}\n")
+    assert spec is None
+    assert [p.render().splitlines()[0] for p in problems] == [first_line]
+
+
+def test_statements_record_their_parameter_markers():
+    text = "-- materialize delta://a/b\n-- $x (int)\n-- $y (string)\n\nSELECT :x AS a, ':y' AS b, :y AS c"
+    spec, problems = parse_file("f.sql", text)
+    assert problems == []
+    assert spec.select.parameters == ("x", "y")
