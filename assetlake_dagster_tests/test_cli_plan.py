@@ -1,0 +1,46 @@
+"""`assetlake plan`: the query, Delta operation and predicate, without running anything."""
+
+import os
+
+from assetlake_dagster.cli import main
+from assetlake_dagster.demo import DEMO_PROJECT_DIR
+
+INVALID = os.path.join(os.path.dirname(__file__), "projects", "invalid")
+
+
+def test_plan_merge_file(capsys, tmp_path):
+    lake = tmp_path / "lake"
+    assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "customers.sql"), "--lake-root", str(lake)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    path = os.path.join(os.path.realpath(lake), "analytics", "customers")
+    assert out[0] == "asset       analytics/customers (delta://analytics/customers)"
+    assert out[2] == f"table path  {path}"
+    assert out[3] == "strategy    merge on key (customer_id)"
+    assert out[4] == "upstreams   delta://raw/customers"
+    assert f"  MERGE INTO delta.`{path}` AS t" in out
+    assert "predicate: t.`customer_id` = s.`customer_id`" in out
+    assert out[-1] == "(plan only: nothing was run or written)"
+    assert not lake.exists()  # nothing created
+
+
+def test_plan_shows_setup_arguments_and_append(capsys, tmp_path):
+    assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "top_customers.sql"), "--lake-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "arguments   :top_n (int) = 20" in out
+    assert "setup (line 7):\n  SET spark.sql.ansi.enabled = true" in out
+    assert "Delta operation: Delta WRITE (mode=Overwrite, overwriteSchema=true): one commit" in out
+    assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "load_log.sql"), "--lake-root", str(tmp_path)]) == 0
+    assert "mode('append').option('txnAppId', 'assetlake:<run id>:ops/load_log:')" in capsys.readouterr().out
+
+
+def test_plan_of_a_broken_file_prints_the_error(capsys):
+    assert main(["plan", os.path.join(INVALID, "bad_default.sql")]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].endswith(
+        "bad_default.sql:2:19: default 'ten' is not a valid int. Write a whole number, e.g. '= 10'."
+    )
+
+
+def test_plan_of_a_missing_file(capsys, tmp_path):
+    assert main(["plan", str(tmp_path / "nope.sql")]) == 1
+    assert "cannot read the file" in capsys.readouterr().err
