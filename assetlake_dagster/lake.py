@@ -92,11 +92,38 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
         if _registered.get(session_key) == path:
             return
         ensure_schema(spark, lake, uri.schema)
-        name = f"{quote_identifier(uri.schema)}.{quote_identifier(uri.table)}"
         if spark.catalog.tableExists(uri.sql_name):
-            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            if _same_location(_location(spark, uri), path):
+                _registered[session_key] = path
+                return
+            _drop_external(spark, uri, path)
         spark.catalog.createTable(uri.sql_name, path=path, source="delta")
         _registered[session_key] = path
+
+
+def _location(spark: SparkSession, uri: TableUri) -> str:
+    name = f"{quote_identifier(uri.schema)}.{quote_identifier(uri.table)}"
+    row = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").where("col_name = 'Location'").first()
+    return row["data_type"] if row else ""
+
+
+def _same_location(location: str, path: str) -> bool:
+    return location.removeprefix("file:").rstrip("/") == path.removeprefix("file:").rstrip("/")
+
+
+def _drop_external(spark: SparkSession, uri: TableUri, path: str) -> None:
+    """Unregister a name that points at another location, never deleting data.
+
+    Dropping an EXTERNAL table only forgets the name; dropping a MANAGED one deletes its
+    files, so a managed table in the way is an error instead.
+    """
+    table_type = spark.catalog.getTable(uri.sql_name).tableType
+    if table_type != "EXTERNAL":
+        raise ConfigError(
+            f"{uri.sql_name} is a {table_type} table at {_location(spark, uri)}, not the lake path "
+            f"{path}. Drop or rename it in the Spark catalog; assetlake will not delete it."
+        )
+    spark.sql(f"DROP TABLE IF EXISTS {quote_identifier(uri.schema)}.{quote_identifier(uri.table)}")
 
 
 def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
@@ -108,6 +135,12 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
     location = lake.root.rstrip("/") + "/" + schema
     # The lake root is operator configuration, not user data; escape it as a literal anyway.
     literal = "'" + location.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if spark.catalog.databaseExists(schema):
+        current = spark.catalog.getDatabase(schema).locationUri or ""
+        if current.rstrip("/").removeprefix("file:") != location.rstrip("/"):
+            # The same process may switch lake roots (tests, notebooks): follow it.
+            spark.sql(f"ALTER DATABASE {quote_identifier(schema)} SET LOCATION {literal}")
+        return
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(schema)} LOCATION {literal}")
 
 

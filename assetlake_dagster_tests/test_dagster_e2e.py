@@ -12,7 +12,7 @@ from assetlake_dagster.io_manager import managed_write
 from assetlake_dagster.resources import SparkDeltaResource
 
 PROJECT = os.path.join(os.path.dirname(__file__), "projects", "pipeline")
-ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log"]
+ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
 
 
 @pytest.fixture
@@ -102,6 +102,12 @@ def test_materialize_all_twice(spark, project):
     assert delta_versions(spark, lake_root, "mart/people_clean") == [0]
     assert delta_versions(spark, lake_root, "mart/scores") == [1, 0]
     assert second["mart/score_log"]["dagster/row_count"].value == 2
+
+    # The manual file wrote its own table inside the lake; its version is recorded.
+    manual = second["mart/manual_copy"]
+    assert manual["delta/version"].value == 2  # CREATE, INSERT, INSERT
+    assert manual["dagster/row_count"].value == 6
+    assert manual["dagster/uri"].value == os.path.join(os.path.realpath(lake_root), "mart", "manual_copy")
 
 
 def test_pandas_nulls_survive_both_ways(spark, project):
