@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# UI smoke test: a real headless Chromium drives the Dagster UI of the demo project.
+#
+#   bash scripts/ui_smoke.sh [screenshot dir]      (default: docs/img)
+#
+# Installs what it needs, idempotently (Debian's chromium through apt-get when
+# /usr/bin/chromium is missing; playwright-core from npm into scripts/ui/node_modules;
+# the Python side through scripts/setup.sh), starts `dagster dev` on 127.0.0.1 with a
+# throwaway DAGSTER_HOME and lake (the user's .assetlake/ is never touched), and runs
+# scripts/ui_smoke.mjs: the asset keys are listed, "Materialize all" is clicked in the UI,
+# the run must succeed, and docs/img/asset_graph.png, asset_graph_materialized.png and
+# asset_metadata.png are written. `dagster dev` is always stopped at the end. Exits
+# non-zero on any failure; the temp dir (dagster log, failure screenshots) is then kept.
+#
+# Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (default 300),
+# UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+shot_dir=${1:-$repo/docs/img} # a relative path is relative to the caller's directory
+shot_dir=$(mkdir -p "$shot_dir" && cd "$shot_dir" && pwd)
+cd "$repo"
+start=$(date +%s)
+say() { echo "[ui_smoke.sh +$(($(date +%s) - start))s] $*"; }
+
+# --- 1. What it needs, installed the way a fresh CI machine would (idempotent). ---------
+if [ ! -x /usr/bin/chromium ]; then
+  say "installing Debian's chromium"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+fi
+/usr/bin/chromium --version 2>/dev/null | head -1 || true
+
+# playwright-core in scripts/ui/node_modules, pinned by scripts/ui/package-lock.json. It
+# never downloads a browser (the script uses /usr/bin/chromium); the variable makes sure.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+ui="$repo/scripts/ui"
+if [ ! -f "$ui/node_modules/playwright-core/package.json" ] \
+  || [ ! -f "$ui/node_modules/.package-lock.json" ] \
+  || [ "$ui/package-lock.json" -nt "$ui/node_modules/.package-lock.json" ]; then
+  say "installing playwright-core (npm ci in scripts/ui)"
+  (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+if [ "${UI_SMOKE_SKIP_SETUP:-0}" != 1 ]; then
+  bash scripts/setup.sh
+fi
+
+# --- 2. dagster dev on 127.0.0.1, throwaway DAGSTER_HOME and lake. ----------------------
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/assetlake-ui-smoke.XXXXXX")
+export SPARK_LOCAL_IP=127.0.0.1
+export PYSPARK_PYTHON="$repo/.venv/bin/python"
+export DAGSTER_HOME="$tmp/dagster_home"
+export ASSETLAKE_LAKE_ROOT="$tmp/lake"
+unset ASSETLAKE_PROJECT_DIR # the bundled demo, whatever the caller's shell says
+mkdir -p "$DAGSTER_HOME" "$ASSETLAKE_LAKE_ROOT"
+printf 'telemetry:\n  enabled: false\n' >"$DAGSTER_HOME/dagster.yaml"
+
+port=${UI_SMOKE_PORT:-$("$repo/.venv/bin/python" -c \
+  'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+url="http://127.0.0.1:$port"
+dagster_log="$tmp/dagster_dev.log"
+
+dagster_pid=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$dagster_pid" ] && kill -0 -- "-$dagster_pid" 2>/dev/null; then
+    say "stopping dagster dev (process group $dagster_pid)"
+    # SIGINT, as Ctrl-C would: dagster dev stops its webserver, daemon and code server.
+    kill -INT -- "-$dagster_pid" 2>/dev/null || true
+    for _ in $(seq 30); do
+      kill -0 -- "-$dagster_pid" 2>/dev/null || break
+      sleep 1
+    done
+    if kill -0 -- "-$dagster_pid" 2>/dev/null; then
+      say "dagster dev still running after 30 s: SIGKILL to its process group"
+      kill -KILL -- "-$dagster_pid" 2>/dev/null || true
+    fi
+  fi
+  if [ "$rc" = 0 ] && [ "${UI_SMOKE_KEEP_TMP:-0}" != 1 ]; then
+    rm -rf "$tmp"
+  else
+    echo "--- last lines of $dagster_log ---" >&2
+    tail -n 40 "$dagster_log" >&2 2>/dev/null || true
+    say "kept $tmp (dagster log, DAGSTER_HOME, lake, failure screenshots)" >&2
+  fi
+  say "exit $rc after $(($(date +%s) - start))s"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "starting dagster dev on $url (log: $dagster_log)"
+# In its own session and process group, so that the webserver, the daemon, the code server
+# and the run workers (with their Spark JVMs) are stopped together. A background job of a
+# non-interactive shell starts with SIGINT ignored, and Python then never turns SIGINT into
+# KeyboardInterrupt, which is how `dagster dev` shuts down: the launcher restores the
+# default SIGINT/SIGTERM handling before exec.
+"$repo/.venv/bin/python" -c '
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+os.setsid()
+os.execv(sys.argv[1], sys.argv[1:])
+' "$repo/.venv/bin/dagster" dev -w workspace.yaml -h 127.0.0.1 -p "$port" \
+  >"$dagster_log" 2>&1 </dev/null &
+dagster_pid=$!
+
+for i in $(seq 120); do
+  if curl -sf --max-time 2 "$url/server_info" >/dev/null 2>&1; then
+    say "webserver up after ${i}s: $(curl -s --max-time 2 "$url/server_info")"
+    break
+  fi
+  if ! kill -0 "$dagster_pid" 2>/dev/null; then
+    say "dagster dev exited before its webserver answered" >&2
+    exit 1
+  fi
+  if [ "$i" = 120 ]; then
+    say "webserver did not answer within 120 s" >&2
+    exit 1
+  fi
+  sleep 1
+done
+
+# --- 3. The browser. --------------------------------------------------------------------
+UI_SMOKE_DEBUG_DIR="$tmp" node "$repo/scripts/ui_smoke.mjs" "$url" "$shot_dir"
+say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png asset_graph_materialized.png asset_metadata.png | tr '\n' ' ')"
