@@ -5,6 +5,7 @@ for every SQL asset, e.g. a group naming rule, without touching the rest.
 """
 
 import os
+import warnings
 from typing import Any, Optional
 
 import dagster as dg
@@ -60,15 +61,19 @@ class AssetlakeTranslator:
 
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
         line = spec.materialize.location.line if spec.materialize.location else 1
+        with warnings.catch_warnings():
+            # Code references are "beta" in Dagster 1.13; the warning would print per file.
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            code_references = dg.CodeReferencesMetadataValue(
+                code_references=[
+                    dg.LocalFileCodeReference(file_path=spec.path, line_number=line, label="SQL file")
+                ]
+            )
         metadata: dict[str, Any] = {
             "dagster/table_name": spec.uri.sql_name,
             "assetlake/table": str(spec.uri),
             "assetlake/file": display_path(spec.path),
-            "dagster/code_references": dg.CodeReferencesMetadataValue(
-                code_references=[
-                    dg.LocalFileCodeReference(file_path=spec.path, line_number=line, label="SQL file")
-                ]
-            ),
+            "dagster/code_references": code_references,
         }
         if spec.materialize.strategy is not WriteStrategy.MANUAL:
             metadata[WRITE_METADATA_KEY] = {
