@@ -70,12 +70,16 @@ def table_uri_for(asset_key: dg.AssetKey) -> TableUri:
 
 
 def to_spark(spark: SparkSession, obj: Any) -> DataFrame:
-    """Accept a Spark or pandas DataFrame (pandas goes through Arrow, keeping NULLs)."""
+    """Accept a Spark or pandas DataFrame (pandas goes through Arrow, keeping NULLs).
+
+    Classic and Spark Connect DataFrames both subclass ``pyspark.sql.DataFrame``; a
+    pandas DataFrame becomes one of the session's kind.
+    """
     if isinstance(obj, DataFrame):
         return obj
     if isinstance(obj, pd.DataFrame):
         return spark.createDataFrame(obj)
-    # Spark Connect DataFrames are another class with the same API.
+    # Duck-typed DataFrames (wrappers with the same API) are written as they are.
     if hasattr(obj, "sparkSession") and hasattr(obj, "write"):
         return obj
     raise ConfigError(

@@ -13,7 +13,9 @@ from typing import Optional
 
 from pyspark.sql import SparkSession
 
+from assetlake_dagster.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import TableUri, quote_identifier
 
 DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
@@ -68,11 +70,10 @@ class Lake:
 
     def table_exists(self, spark: SparkSession, uri: TableUri) -> bool:
         path = self.table_path(uri)
-        if not self.is_url:
+        if not self.is_url and not is_connect_session(spark):
             return os.path.isdir(os.path.join(path, "_delta_log"))
-        from delta.tables import DeltaTable
-
-        return DeltaTable.isDeltaTable(spark, path)
+        # A Spark Connect server may not see this machine's disk: ask the server.
+        return is_delta_table(spark, path)
 
 
 _registered: dict[tuple[int, str], str] = {}

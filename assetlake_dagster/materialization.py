@@ -7,6 +7,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from assetlake_dagster.delta_sql import read
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.writes import WriteResult
 
@@ -43,10 +44,7 @@ def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS) -> str:
 
 
 def read_version(spark: SparkSession, path: str, version: Optional[int]) -> DataFrame:
-    reader = spark.read.format("delta")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    return reader.load(path)
+    return read(spark, path, version)
 
 
 def materialization_metadata(

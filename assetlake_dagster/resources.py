@@ -20,7 +20,8 @@ class SparkDeltaResource(dg.ConfigurableResource):
     The default is embedded: ``local[*]`` Spark with Delta, a local folder as the lake
     root and an in-memory session catalog (no metastore server, no cloud account). Point
     ``master`` at a cluster or ``remote`` at a Spark Connect server and the same SQL runs
-    there unchanged.
+    there unchanged. With ``remote``, ``spark_conf`` may hold only runtime (SQL) settings:
+    the rest belongs to the server.
 
     Example:
         >>> resource = SparkDeltaResource(lake_root="/tmp/lake", spark_conf={"spark.sql.shuffle.partitions": "4"})
@@ -34,7 +35,10 @@ class SparkDeltaResource(dg.ConfigurableResource):
     )
     master: str = Field(default="local[*]", description="Spark master URL.")
     remote: Optional[str] = Field(
-        default=None, description="Spark Connect URL, e.g. sc://localhost:15002 (wins over master)."
+        default=None,
+        description="Spark Connect URL, e.g. sc://localhost:15002 (wins over master). The server needs "
+        "the Delta jars and SQL extension (python -m assetlake_dagster.connect_server starts one) and "
+        "must see lake_root at the same path.",
     )
     app_name: str = Field(default="assetlake", description="Spark application name.")
     spark_conf: dict[str, str] = Field(

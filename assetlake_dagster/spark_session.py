@@ -2,16 +2,20 @@
 
 Kept apart from the Dagster resource so the CLI, tests and benchmarks build sessions the
 same way. One session per process: ``SparkSession.builder.getOrCreate`` returns the live
-one, so every asset of an in-process run shares a single JVM.
+one, so every asset of an in-process run shares a single JVM. With ``remote=`` there is
+no JVM here at all: one Spark Connect client session per server URL, reused the same way.
 """
 
 import glob
 import os
+import threading
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Optional
+from typing import Any, Optional
 
 from pyspark.sql import SparkSession
+
+from assetlake_dagster.errors import ConfigError
 
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -70,7 +74,9 @@ def build_spark_session(
     Args:
         master: Spark master URL (``local[*]``, ``spark://host:7077``, ``yarn``...).
             Ignored when ``remote`` is set.
-        remote: a Spark Connect URL (``sc://host:15002``); the server must have Delta.
+        remote: a Spark Connect URL (``sc://host:15002``); the server must have the Delta
+            jars and SQL extension (see :mod:`assetlake_dagster.connect_server`). The
+            embedded defaults, ``app_name`` and ``warehouse_dir`` are then the server's.
         app_name: the Spark application name.
         spark_conf: extra Spark settings; they win over the defaults.
         warehouse_dir: ``spark.sql.warehouse.dir`` for the session catalog's schemas.
@@ -80,17 +86,79 @@ def build_spark_session(
         >>> spark.range(3).count()  # doctest: +SKIP
         3
     """
+    if remote:
+        return connect_session(remote, spark_conf)
     conf: dict[str, str] = dict(DELTA_EXTENSIONS)
     builder = SparkSession.builder.appName(app_name)
-    if remote:
-        builder = builder.remote(remote)
-    else:
-        conf.update(EMBEDDED_DEFAULTS)
-        conf.update(delta_jar_conf())
-        if warehouse_dir:
-            conf["spark.sql.warehouse.dir"] = warehouse_dir
-        builder = builder.master(master)
+    conf.update(EMBEDDED_DEFAULTS)
+    conf.update(delta_jar_conf())
+    if warehouse_dir:
+        conf["spark.sql.warehouse.dir"] = warehouse_dir
+    builder = builder.master(master)
     conf.update(spark_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+#: Spark Connect client sessions by server URL (a stopped one is replaced).
+_connect_sessions: dict[str, Any] = {}
+_connect_lock = threading.Lock()
+
+
+def connect_session(url: str, spark_conf: Optional[Mapping[str, str]] = None) -> SparkSession:
+    """Get or create this process's Spark Connect session for the server at ``url``.
+
+    ``SparkSession.builder.remote(url).getOrCreate()`` refuses to run beside a classic
+    session in the same process (``SESSION_ALREADY_EXIST``) and returns whatever
+    Connect session is already active, whatever its URL. The Connect client's own builder
+    has neither limit, so sessions are created with it and kept per URL.
+
+    Like PySpark's builder, this marks the process as a Spark Connect client
+    (``SPARK_CONNECT_MODE_ENABLED``), so ``pyspark.sql.functions`` in user code build
+    Connect columns. assetlake's own code never relies on that switch.
+
+    Args:
+        url: the server, ``sc://host:port``.
+        spark_conf: runtime (SQL) settings for this session. Static settings such as
+            ``spark.executor.memory`` belong to the server and are rejected here.
+
+    Example:
+        >>> spark = connect_session("sc://localhost:15002")  # doctest: +SKIP
+    """
+    with _connect_lock:
+        session = _connect_sessions.get(url)
+        if session is None or session.is_stopped:
+            try:
+                from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+            except ImportError as exc:
+                raise ConfigError(
+                    f"Spark Connect ({url}) needs the client packages: {exc}. "
+                    "Install them with: pip install 'assetlake-dagster[connect]'"
+                ) from exc
+            os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+            session = ConnectSparkSession.builder.remote(url).create()
+            _connect_sessions[url] = session
+    # Applied on every call, as the classic builder applies settings to a live session.
+    for key, value in (spark_conf or {}).items():
+        try:
+            session.conf.set(key, value)
+        except Exception as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(
+                f"spark_conf {key}={value!r} cannot be set from a Spark Connect client "
+                f"({reason}). Set it on the server ({url}) instead."
+            ) from exc
+    return session
+
+
+def is_connect_session(obj: Any) -> bool:
+    """Whether a SparkSession or DataFrame belongs to the Spark Connect client.
+
+    Decided by class, without importing the Connect client (it needs grpcio).
+
+    Example:
+        >>> is_connect_session(object())
+        False
+    """
+    return type(obj).__module__.startswith("pyspark.sql.connect.")

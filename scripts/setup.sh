@@ -30,4 +30,19 @@ for artifact in "io.delta:delta-spark_2.13:${delta_version}" "io.delta:delta-sto
     fi
   fi
 done
-echo "setup: ok (.venv ready; Delta ${delta_version} jars in ${jars_dir})"
+
+# Spark Connect (SparkDeltaResource(remote=...), python -m assetlake_dagster.connect_server):
+# pyspark ships the server (jars/spark-connect_2.13-*.jar) and it needs only the Delta jars
+# above, because assetlake drives Delta through SQL rather than the Delta Connect plugin.
+# The client packages come with the `connect` extra, part of `test`.
+.venv/bin/python - <<'PY'
+import glob, os, sys
+import pyspark
+try:
+    import pyspark.sql.connect.session  # noqa: F401  (needs grpcio, grpcio-status, ...)
+except ImportError as exc:
+    sys.exit(f"setup: the Spark Connect client is not installed ({exc}); run: .venv/bin/pip install -e '.[connect]'")
+if not glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-connect_2.13-*.jar")):
+    sys.exit("setup: this pyspark has no Spark Connect server jar (jars/spark-connect_2.13-*.jar)")
+PY
+echo "setup: ok (.venv ready; Delta ${delta_version} jars in ${jars_dir}; Spark Connect client and server ready)"

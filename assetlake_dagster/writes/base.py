@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.errors import WriteError
 from assetlake_dagster.spec import RESERVED_COLUMNS, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
@@ -107,8 +108,6 @@ def check_schema_compatible(
 
 def delta_columns(spark: SparkSession, path: str) -> Optional[list[str]]:
     """The columns of the Delta table at ``path``, or ``None`` if there is no table."""
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not is_delta_table(spark, path):
         return None
-    return DeltaTable.forPath(spark, path).toDF().columns
+    return read(spark, path).columns

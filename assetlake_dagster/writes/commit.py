@@ -13,6 +13,7 @@ from typing import Optional
 
 from pyspark.sql import SparkSession
 
+from assetlake_dagster.delta_sql import history, is_delta_table, session_conf
 from assetlake_dagster.spec import TableUri, WriteStrategy
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -106,25 +107,20 @@ class WriteResult:
 
 def current_version(spark: SparkSession, path: str) -> Optional[int]:
     """The table's latest version, or ``None`` when there is no table yet."""
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not is_delta_table(spark, path):
         return None
-    row = DeltaTable.forPath(spark, path).history(1).select("version").first()
+    row = history(spark, path, 1).select("version").first()
     return None if row is None else int(row["version"])
 
 
 def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> Optional[dict]:
     """The newest history entry whose ``userMetadata`` matches ``stamp``, as a dict."""
-    from delta.tables import DeltaTable
-
-    history = (
-        DeltaTable.forPath(spark, path)
-        .history(HISTORY_SEARCH_DEPTH)
+    entries = (
+        history(spark, path, HISTORY_SEARCH_DEPTH)
         .select("version", "operation", "operationMetrics", "userMetadata")
         .collect()
     )
-    for row in history:  # newest first
+    for row in entries:  # newest first
         if stamp.matches(row["userMetadata"]):
             return row.asDict(recursive=True)
     return None
@@ -153,16 +149,9 @@ def result_from_history(
 
 @contextmanager
 def stamped_session(spark: SparkSession, stamp: CommitStamp) -> Iterator[None]:
-    """Stamp commits made through SQL/DeltaTable APIs (MERGE has no writer option).
+    """Stamp commits made through SQL (MERGE has no writer option).
 
     The setting is session-wide, so it is restored right after the command.
     """
-    previous = spark.conf.get(USER_METADATA_CONF, None)
-    spark.conf.set(USER_METADATA_CONF, stamp.user_metadata())
-    try:
+    with session_conf(spark, {USER_METADATA_CONF: stamp.user_metadata()}):
         yield
-    finally:
-        if previous is None:
-            spark.conf.unset(USER_METADATA_CONF)
-        else:
-            spark.conf.set(USER_METADATA_CONF, previous)

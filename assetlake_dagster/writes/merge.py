@@ -6,14 +6,15 @@ null-safe anti-join; when there are none, no MERGE runs and no version is create
 no-op MERGE still commits: delta-io/delta#1812).
 """
 
+import uuid
 from collections.abc import Sequence
 from functools import reduce
 from typing import Optional
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import Column, DataFrame, SparkSession
 
+from assetlake_dagster.delta_sql import path_identifier, read, session_conf
 from assetlake_dagster.errors import KeyViolationError
 from assetlake_dagster.spec import WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
@@ -35,6 +36,8 @@ TARGET_ALIAS = "t"
 SOURCE_ALIAS = "s"
 #: How many offending keys an error message shows.
 SAMPLE_SIZE = 5
+#: Delta's per-command switch for MERGE schema evolution (what ``withSchemaEvolution`` sets).
+SCHEMA_EVOLUTION_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 
 
 def key_condition(key: Sequence[str]) -> str:
@@ -64,8 +67,22 @@ def change_condition(columns: Sequence[str]) -> str:
     )
 
 
-def merge_statement(table: str, key: Sequence[str], columns: Sequence[str]) -> str:
-    """The equivalent Spark SQL MERGE, for plans and logs.
+def merge_statement(
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[str],
+    source: str = "changed_rows",
+    update_matched_always: bool = False,
+) -> str:
+    """The Spark SQL MERGE a merge write runs (also shown by plans and logs).
+
+    Args:
+        table: the target, e.g. ``delta.`/lake/s/t```.
+        key: the key columns.
+        columns: every column of the rows to merge.
+        source: the name of the (changed) rows to merge.
+        update_matched_always: update every matched row, not only changed ones (a
+            schema-evolving run cannot compare columns the target lacks yet).
 
     Example:
         >>> print(merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
@@ -78,25 +95,32 @@ def merge_statement(table: str, key: Sequence[str], columns: Sequence[str]) -> s
     non_key = [c for c in columns if c.lower() not in {k.lower() for k in key}]
     lines = [
         f"MERGE INTO {table} AS {TARGET_ALIAS}",
-        f"USING changed_rows AS {SOURCE_ALIAS}",
+        f"USING {source} AS {SOURCE_ALIAS}",
         f"ON {key_condition(key)}",
     ]
     if non_key:
         assignments = ", ".join(
             f"{quote_identifier(c)} = {SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key
         )
-        lines.append(f"WHEN MATCHED AND ({change_condition(non_key)}) THEN UPDATE SET {assignments}")
+        matched = "WHEN MATCHED" if update_matched_always else f"WHEN MATCHED AND ({change_condition(non_key)})"
+        lines.append(f"{matched} THEN UPDATE SET {assignments}")
     names = ", ".join(quote_identifier(c) for c in columns)
     values = ", ".join(f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in columns)
     lines.append(f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})")
     return "\n".join(lines)
 
 
+# Columns here come from the DataFrames themselves (``df[name]``), never from
+# ``pyspark.sql.functions``: those follow a process-wide switch between classic and Spark
+# Connect columns, and each kind of DataFrame rejects the other kind of column.
+
+
 def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], list[dict]]:
     """Up to :data:`SAMPLE_SIZE` NULL keys and duplicated keys (with counts), in one pass."""
-    has_null = reduce(lambda a, b: a | b, [F.col(k).isNull() for k in key])
-    grouped = df.groupBy(*key).agg(F.count(F.lit(1)).alias("_rows"))
-    bad = grouped.where(has_null | (F.col("_rows") > 1))
+    # toDF renames by position, so a key column named `count` cannot collide.
+    grouped = df.groupBy(*key).count().toDF(*key, "_rows")
+    has_null = reduce(lambda a, b: a | b, [grouped[k].isNull() for k in key])
+    bad = grouped.where(has_null | (grouped["_rows"] > 1))
     rows = bad.limit(2 * SAMPLE_SIZE + 1).collect()
     nulls = [r.asDict() for r in rows if any(r[k] is None for k in key)][:SAMPLE_SIZE]
     dups = [r.asDict() for r in rows if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
@@ -106,15 +130,17 @@ def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], 
 def changed_rows(source: DataFrame, target: DataFrame, key: Sequence[str]) -> DataFrame:
     """Source rows that are new or differ from the target in a non-key column."""
     key_lower = {k.lower() for k in key}
-    target_cols = {c.lower(): c for c in target.columns}
-    s, t = source.alias(SOURCE_ALIAS), target.alias(TARGET_ALIAS)
-    same = [F.col(f"{SOURCE_ALIAS}.{k}") == F.col(f"{TARGET_ALIAS}.{target_cols[k.lower()]}") for k in key]
-    same += [
-        F.col(f"{SOURCE_ALIAS}.{c}").eqNullSafe(F.col(f"{TARGET_ALIAS}.{target_cols[c.lower()]}"))
-        for c in source.columns
-        if c.lower() not in key_lower
-    ]
-    return s.join(t, on=reduce(lambda a, b: a & b, same), how="left_anti")
+    # Positional renaming gives the target's columns names of their own, so each side of
+    # the join condition is unambiguous even when both sides read the same table.
+    position = {c.lower(): i for i, c in enumerate(target.columns)}
+    t = target.toDF(*[f"__assetlake_{TARGET_ALIAS}{i}" for i in range(len(target.columns))])
+
+    def target_col(name: str) -> Column:
+        return t[f"__assetlake_{TARGET_ALIAS}{position[name.lower()]}"]
+
+    same = [source[k] == target_col(k) for k in key]
+    same += [source[c].eqNullSafe(target_col(c)) for c in source.columns if c.lower() not in key_lower]
+    return source.join(t, on=reduce(lambda a, b: a & b, same), how="left_anti")
 
 
 class MergeWrite(WriteStrategyBase):
@@ -129,7 +155,7 @@ class MergeWrite(WriteStrategyBase):
                 "Delta MERGE on key (only new or changed rows; no commit when nothing changed); "
                 "the first run creates the table with one WRITE"
             ),
-            statement=merge_statement(f"delta.`{target.path}`", target.key, shown),
+            statement=merge_statement(path_identifier(target.path), target.key, shown),
             predicate=key_condition(target.key),
         )
 
@@ -185,31 +211,28 @@ class MergeWrite(WriteStrategyBase):
     def _merge(
         self, spark: SparkSession, staged: DataFrame, target: WriteTarget, existing: list[str]
     ) -> WriteResult:
-        from delta.tables import DeltaTable
-
         new_columns = check_schema_compatible(self, target, staged.columns, existing)
-        table = DeltaTable.forPath(spark, target.path)
-        changes = staged if new_columns else changed_rows(staged, table.toDF(), target.key)
+        changes = staged if new_columns else changed_rows(staged, read(spark, target.path), target.key)
         if changes.isEmpty():
             version = current_version(spark, target.path)
             return WriteResult(committed=False, version=version, operation=None, rows_written=0)
-        key_lower = {k.lower() for k in target.key}
-        non_key = [c for c in staged.columns if c.lower() not in key_lower]
-        builder = table.alias(TARGET_ALIAS).merge(changes.alias(SOURCE_ALIAS), key_condition(target.key))
-        if non_key:
-            # A schema-evolving run cannot compare columns the target lacks yet: it
-            # updates every matched row once.
-            builder = builder.whenMatchedUpdate(
-                condition=None if new_columns else change_condition(non_key),
-                set={quote_identifier(c): f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key},
-            )
-        builder = builder.whenNotMatchedInsert(
-            values={quote_identifier(c): f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in staged.columns}
+        # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
+        # classic session and on a Spark Connect server without the Delta Connect plugin.
+        view = f"_assetlake_changes_{uuid.uuid4().hex}"
+        statement = merge_statement(
+            path_identifier(target.path),
+            target.key,
+            staged.columns,
+            source=view,
+            update_matched_always=bool(new_columns),
         )
-        if new_columns:
-            builder = builder.withSchemaEvolution()
-        with stamped_session(spark, target.stamp):
-            builder.execute()
+        settings = {SCHEMA_EVOLUTION_CONF: "true"} if new_columns else {}
+        changes.createOrReplaceTempView(view)
+        try:
+            with stamped_session(spark, target.stamp), session_conf(spark, settings):
+                spark.sql(statement).collect()
+        finally:
+            spark.catalog.dropTempView(view)
         return result_from_history(
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )

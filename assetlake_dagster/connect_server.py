@@ -1,0 +1,297 @@
+"""A local Spark Connect server with Delta, started from the installed PySpark.
+
+PySpark 4 ships the Spark Connect server (``pyspark/jars/spark-connect_2.13-*.jar``) and
+``bin/spark-submit``; with the Delta jars that ``scripts/setup.sh`` fetches, that is a
+complete server: no Spark download, no cluster. Point ``SparkDeltaResource(remote=...)``
+at it and the assets run in the server's JVM instead of one inside the Dagster process.
+
+From a shell (runs until Ctrl-C)::
+
+    python -m assetlake_dagster.connect_server --port 15002
+
+The server reads and writes the lake itself, so a local lake root must be a folder the
+server sees at the same path (the same machine, or a shared mount); object stores work
+as they are.
+"""
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Optional
+
+import pyspark
+
+from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, delta_jar_conf
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_PORT = 15002
+DEFAULT_HOST = "127.0.0.1"
+#: Seconds to wait for the server to accept connections (a cold JVM plus Delta: ~10-20 s;
+#: without the jars on disk, Spark first resolves them from Maven Central).
+START_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0
+LOG_TAIL_LINES = 40
+#: Variables that would make the launcher or the server itself act as a Connect client.
+_CLIENT_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "SPARK_API_MODE")
+
+
+class ConnectServerError(AssetlakeError):
+    """The Spark Connect server did not start (the message ends with its log tail)."""
+
+
+@dataclass
+class ConnectServer:
+    """A running Spark Connect server process (its own process group).
+
+    Attributes:
+        host: the address it listens on.
+        port: the gRPC port.
+        log_path: the server's combined stdout and stderr.
+        process: the ``spark-submit`` process.
+    """
+
+    host: str
+    port: int
+    log_path: str
+    process: subprocess.Popen
+    _log: Optional[IO[bytes]] = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        """The ``sc://`` URL for ``SparkDeltaResource(remote=...)``."""
+        return f"sc://{self.host}:{self.port}"
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last ``lines`` lines of the server log."""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as exc:
+            return f"(no log at {self.log_path}: {exc})"
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop the server and every process it started (SIGTERM, then SIGKILL)."""
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "ConnectServer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def start_connect_server(
+    port: int = DEFAULT_PORT,
+    *,
+    host: str = DEFAULT_HOST,
+    master: str = "local[*]",
+    spark_conf: Optional[Mapping[str, str]] = None,
+    warehouse_dir: Optional[str] = None,
+    log_path: Optional[str] = None,
+    timeout: float = START_TIMEOUT_S,
+) -> ConnectServer:
+    """Start a Spark Connect server with Delta and wait until it accepts connections.
+
+    Args:
+        port: the gRPC port; it must be free.
+        host: the address to listen on (loopback by default: no one else can connect).
+        master: the server's Spark master.
+        spark_conf: extra server settings; they win over the defaults (Delta extensions
+            and catalog, no UI, the embedded session's defaults).
+        warehouse_dir: ``spark.sql.warehouse.dir`` of the server's catalog.
+        log_path: where the server writes its log (default: a new temporary file).
+        timeout: seconds to wait for the port to accept connections.
+
+    Returns:
+        The running server; call :meth:`ConnectServer.stop` (or use it as a context
+        manager) to stop it.
+
+    Raises:
+        ConnectServerError: the port is taken, or the server exited or did not listen in
+            time. The message ends with the server's log tail.
+
+    Example:
+        >>> with start_connect_server(15002) as server:  # doctest: +SKIP
+        ...     resource = SparkDeltaResource(remote=server.url, lake_root="/tmp/lake")
+    """
+    if not _port_is_free(host, port):
+        raise ConnectServerError(
+            f"port {port} on {host} is already in use. Stop what listens there or choose "
+            "another port (--port)."
+        )
+    if log_path is None:
+        log_path = os.path.join(tempfile.mkdtemp(prefix="assetlake-connect-"), "server.log")
+    log = open(log_path, "ab")
+    try:
+        process = subprocess.Popen(
+            server_command(port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=server_env(host),
+            start_new_session=True,  # its own process group: stop() ends the JVM and its children
+        )
+    except OSError as exc:
+        log.close()
+        raise ConnectServerError(f"could not run spark-submit: {exc}") from exc
+    server = ConnectServer(host=host, port=port, log_path=log_path, process=process, _log=log)
+    try:
+        _wait_until_listening(server, timeout)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def server_command(
+    port: int,
+    *,
+    host: str = DEFAULT_HOST,
+    master: str = "local[*]",
+    spark_conf: Optional[Mapping[str, str]] = None,
+    warehouse_dir: Optional[str] = None,
+) -> list[str]:
+    """The ``spark-submit`` command line that runs the server.
+
+    Example:
+        >>> command = server_command(15002)
+        >>> command[1:3]
+        ['--class', 'org.apache.spark.sql.connect.service.SparkConnectServer']
+    """
+    conf: dict[str, str] = {**EMBEDDED_DEFAULTS, **DELTA_EXTENSIONS}
+    conf["spark.connect.grpc.binding.address"] = host
+    conf["spark.connect.grpc.binding.port"] = str(port)
+    if warehouse_dir:
+        conf["spark.sql.warehouse.dir"] = warehouse_dir
+    conf.update(spark_conf or {})
+    jars = delta_jar_conf()
+    command = [os.path.join(_spark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
+    command += ["--name", "assetlake Spark Connect", "--master", master]
+    if "spark.jars" in jars:
+        command += ["--jars", jars["spark.jars"]]
+    else:
+        command += ["--packages", jars["spark.jars.packages"]]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
+def server_env(host: str = DEFAULT_HOST) -> dict[str, str]:
+    """The server's environment: PySpark's Spark home, this Python for UDF workers."""
+    env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
+    env["SPARK_HOME"] = _spark_home()
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    if _is_loopback(host):
+        # Otherwise Spark binds its driver to the machine's first non-loopback address.
+        env["SPARK_LOCAL_IP"] = host
+    return env
+
+
+def free_port(host: str = DEFAULT_HOST) -> int:
+    """A TCP port on ``host`` that is free right now (for tests and scripts)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _spark_home() -> str:
+    return os.path.dirname(os.path.abspath(pyspark.__file__))
+
+
+def _is_loopback(host: str) -> bool:
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_until_listening(server: ConnectServer, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        code = server.process.poll()
+        if code is not None:
+            raise ConnectServerError(
+                f"the Spark Connect server exited with code {code} before listening on "
+                f"{server.host}:{server.port}. Log tail ({server.log_path}):\n{server.log_tail()}"
+            )
+        try:
+            with socket.create_connection((server.host, server.port), timeout=1.0):
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise ConnectServerError(
+                f"the Spark Connect server did not listen on {server.host}:{server.port} "
+                f"within {timeout:.0f} s. Log tail ({server.log_path}):\n{server.log_tail()}"
+            )
+        time.sleep(0.25)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m assetlake_dagster.connect_server``: run a server until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m assetlake_dagster.connect_server",
+        description="Run a local Spark Connect server with Delta for SparkDeltaResource(remote=...).",
+    )
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"gRPC port (default {DEFAULT_PORT})")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"listen address (default {DEFAULT_HOST})")
+    parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--warehouse-dir", help="spark.sql.warehouse.dir of the server")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--conf {item!r}: expected KEY=VALUE")
+        conf[key] = value
+    try:
+        server = start_connect_server(
+            args.port, host=args.host, master=args.master, spark_conf=conf, warehouse_dir=args.warehouse_dir
+        )
+    except ConnectServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Spark Connect with Delta at {server.url} (log: {server.log_path}). Ctrl-C stops it.", flush=True)
+    try:
+        return server.process.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
