@@ -82,7 +82,9 @@ def history(spark, lake_root, table):
 
 
 def stamp(run_id, table):
-    return json.dumps({"assetlake": {"run_id": run_id, "asset": table, "partition": None}})
+    return json.dumps(
+        {"assetlake": {"run_id": run_id, "root_run_id": run_id, "asset": table, "partition": None}}
+    )
 
 
 def test_materialize_all_twice_over_spark_connect(remote, lake_root):

@@ -220,7 +220,7 @@ def test_commits_are_stamped_and_readable_by_another_delta_reader(spark, lake_ro
     write(spark, ROWS, t)
     history = DeltaTable.forPath(spark, t.path).history().collect()
     assert json.loads(history[0]["userMetadata"]) == {
-        "assetlake": {"run_id": "run-42", "asset": "s/t", "partition": None}
+        "assetlake": {"run_id": "run-42", "root_run_id": "run-42", "asset": "s/t", "partition": None}
     }
     other = deltalake.DeltaTable(t.path)
     assert other.version() == 0

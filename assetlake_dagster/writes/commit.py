@@ -39,19 +39,32 @@ class CommitStamp:
     partition: Optional[str] = None
     idempotency_id: str = ""
 
+    @property
+    def root_run_id(self) -> str:
+        """The run this write continues: the original run of a resumed re-execution."""
+        return self.idempotency_id or self.run_id
+
     def user_metadata(self) -> str:
         """The JSON written as the commit's ``userMetadata``.
 
         Example:
             >>> CommitStamp("r1", "s/t").user_metadata()
-            '{"assetlake": {"run_id": "r1", "asset": "s/t", "partition": null}}'
+            '{"assetlake": {"run_id": "r1", "root_run_id": "r1", "asset": "s/t", "partition": null}}'
         """
         return json.dumps(
-            {STAMP_TAG: {"run_id": self.run_id, "asset": self.asset, "partition": self.partition}}
+            {
+                STAMP_TAG: {
+                    "run_id": self.run_id,
+                    "root_run_id": self.root_run_id,
+                    "asset": self.asset,
+                    "partition": self.partition,
+                }
+            }
         )
 
     def matches(self, user_metadata: Optional[str]) -> bool:
-        """Whether a commit's ``userMetadata`` was written by this run for this slice."""
+        """Whether a commit's ``userMetadata`` was written for this slice by this run or
+        by an earlier attempt of the run it continues (same root run)."""
         if not user_metadata:
             return False
         try:
@@ -59,7 +72,7 @@ class CommitStamp:
         except (ValueError, AttributeError):
             return False
         return (
-            stamp.get("run_id") in (self.run_id, self.idempotency_id)
+            (stamp.get("run_id") == self.run_id or stamp.get("root_run_id") == self.root_run_id)
             and stamp.get("asset") == self.asset
             and stamp.get("partition") == self.partition
         )
@@ -67,18 +80,24 @@ class CommitStamp:
     @property
     def txn_app_id(self) -> str:
         """Delta ``txnAppId`` for append idempotency: one per (original run, asset, slice)."""
-        return f"assetlake:{self.idempotency_id or self.run_id}:{self.asset}:{self.partition or ''}"
+        return f"assetlake:{self.root_run_id}:{self.asset}:{self.partition or ''}"
 
 
 @dataclass(frozen=True)
 class WriteTarget:
-    """Where and how one slice is written."""
+    """Where and how one slice is written.
+
+    ``track`` and ``close_deletes`` only apply to history (see
+    :class:`~assetlake_dagster.spec.MaterializeSpec`).
+    """
 
     uri: TableUri
     path: str
     strategy: WriteStrategy
     stamp: CommitStamp
     key: tuple[str, ...] = ()
+    track: tuple[str, ...] = ()
+    close_deletes: bool = False
 
     @property
     def asset(self) -> str:
