@@ -38,8 +38,11 @@ from assetlake_dagster.spec import (
 )
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
-#: Options of the materialize line, for did-you-mean (``history``... arrive with SCD2).
+HISTORY_FORM = "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close]"
+#: Options of the materialize line, for did-you-mean.
 MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=")
+#: Options that only mean something with ``history``.
+HISTORY_OPTIONS = ("track=", "deletes=")
 #: Keywords and options recognised now but implemented by a later feature.
 LATER_KEYWORDS = {
     "partitioned": "partitions",
@@ -49,10 +52,6 @@ LATER_KEYWORDS = {
     "automation": "declarative automation",
 }
 LATER_OPTIONS = {
-    "history": "SCD2 history",
-    "track=": "SCD2 history",
-    "deletes=": "SCD2 history",
-    "scd2": "SCD2 history",
     "window=": "partitions",
 }
 #: Every header keyword (``$<name>`` arguments aside).
@@ -99,7 +98,9 @@ class Header:
     Attributes:
         materialize: the target and strategy, or ``None`` if missing or invalid.
         manual: whether the materialize line says ``manual`` (known even when its URI is bad).
-        key_columns: the ``key=`` columns with their positions (MERGE only), for cross-checks.
+        key_columns: the ``key=`` columns with their positions (merge and history), for
+            cross-checks.
+        track_columns: the ``track=`` columns with their positions (history only).
         upstreams: ``-- on`` tables, in file order.
         arguments: ``-- $name (type)`` arguments, in file order.
         argument_names: the names of every ``$name`` line, valid or not, so that a bad type
@@ -110,6 +111,7 @@ class Header:
     materialize: Optional[MaterializeSpec] = None
     manual: bool = False
     key_columns: tuple[Word, ...] = ()
+    track_columns: tuple[Word, ...] = ()
     upstreams: tuple[UpstreamSpec, ...] = ()
     arguments: tuple[ArgumentSpec, ...] = ()
     argument_names: frozenset[str] = frozenset()
@@ -220,6 +222,9 @@ class _HeaderParser:
         self.materialize_line: Optional[int] = None
         self.manual = False
         self.key_columns: tuple[Word, ...] = ()
+        self.track_columns: tuple[Word, ...] = ()
+        self.history: Optional[Word] = None  # the `history` (or `scd2`) word
+        self.partitioned: Optional[Word] = None  # the `partitioned` keyword
         self.upstreams: dict[TableUri, UpstreamSpec] = {}
         self.arguments: dict[str, ArgumentSpec] = {}
         self.argument_names: set[str] = set()
@@ -257,6 +262,8 @@ class _HeaderParser:
             elif keyword.text in self.handlers:
                 self.handlers[keyword.text](keyword, rest, raw)
             elif keyword.text in LATER_KEYWORDS:
+                if keyword.text == "partitioned" and self.partitioned is None:
+                    self.partitioned = keyword
                 hint = f"Remove the line; it arrives with {LATER_KEYWORDS[keyword.text]} support."
                 self.error(keyword, f"{keyword.text} is not supported yet.", hint)
             else:
@@ -266,10 +273,18 @@ class _HeaderParser:
         if self.materialize_line is None:
             hint = f"Add '{MATERIALIZE_FORM}' at the top of the file."
             self.error(Word("", 1, 1), "no '-- materialize' annotation.", hint)
+        if self.history is not None and self.partitioned is not None:
+            line = lines[self.partitioned.line - 1].strip()
+            self.error(
+                self.partitioned,
+                f"'{self.history.text}' cannot be combined with 'partitioned'.",
+                f"SCD2 history is whole-table only; remove '{line}' or drop '{self.history.text}'.",
+            )
         header = Header(
             materialize=self.materialize,
             manual=self.manual,
             key_columns=self.key_columns,
+            track_columns=self.track_columns,
             upstreams=tuple(self.upstreams.values()),
             arguments=tuple(self.arguments.values()),
             argument_names=frozenset(self.argument_names),
@@ -299,7 +314,15 @@ class _HeaderParser:
             if lead.text == "manual":
                 self.manual = True
             else:
-                self._later_option(lead, "scd2")
+                self.history = lead
+            if words and words[0].text in ("manual", "scd2"):
+                other = words.pop(0)
+                self.error(
+                    other,
+                    f"'{lead.text}' cannot be combined with '{other.text}'.",
+                    "Keep one of them before the table URI.",
+                )
+                self.manual = True
         if not words:
             self.error(keyword, "'-- materialize' needs a table URI.", f"Write '{MATERIALIZE_FORM}'.")
             return
@@ -313,6 +336,21 @@ class _HeaderParser:
             options[name] = word
             if name == "key=":
                 self.key_columns = self._key(word)
+            elif name == "history":
+                if self.history is not None:
+                    self.error(word, f"'history' repeats '{self.history.text}'.", "Keep one of them.")
+                else:
+                    self.history = word
+            elif name == "track=":
+                self.track_columns = self._columns(word, "track")
+            elif name == "deletes=":
+                value = word.text[len("deletes=") :]
+                if value != "close":
+                    self.error(
+                        word,
+                        f"unknown deletes= value '{value}'.",
+                        "Write 'deletes=close' to close absent keys; without it they stay current.",
+                    )
             elif name in LATER_OPTIONS:
                 self._later_option(word, name)
             elif name == "manual":
@@ -326,8 +364,9 @@ class _HeaderParser:
                 self.error(
                     word, f"unknown option '{word.text}'.", hint or "Options are 'append' and 'key=<c1,c2>'."
                 )
+        history_problem = self._check_history(keyword, options)
         if self.manual:
-            for name in ("append", "key="):
+            for name in ("append", "key=", "history", *HISTORY_OPTIONS):
                 if name in options:
                     self.error(
                         options[name],
@@ -336,33 +375,88 @@ class _HeaderParser:
                     )
         if uri is None:
             return
+        track: tuple[str, ...] = ()
         if self.manual:
             strategy, key = WriteStrategy.MANUAL, ()
+        elif self.history is not None and not history_problem:
+            strategy, key = WriteStrategy.HISTORY, tuple(w.text for w in self.key_columns)
+            track = tuple(w.text for w in self.track_columns)
         elif "append" in options:  # append wins over key= (Windmill semantics)
             strategy, key = WriteStrategy.APPEND, ()
         elif "key=" in options:
             strategy, key = WriteStrategy.MERGE, tuple(w.text for w in self.key_columns)
         else:
             strategy, key = WriteStrategy.REPLACE, ()
-        if strategy is not WriteStrategy.MERGE:
+        if strategy not in (WriteStrategy.MERGE, WriteStrategy.HISTORY):
             self.key_columns = ()
+        if strategy is not WriteStrategy.HISTORY:
+            self.track_columns = ()
         location = self.src.location(words[0].line, words[0].col)
-        self.materialize = MaterializeSpec(uri, strategy, key, location=location)
+        self.materialize = MaterializeSpec(
+            uri,
+            strategy,
+            key,
+            track=track,
+            close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options,
+            location=location,
+        )
+
+    def _check_history(self, keyword: Word, options: dict[str, Word]) -> bool:
+        """The SCD2 option rules; whether any was broken."""
+        before = len(self.diagnostics)
+        history = self.history
+        if history is None:
+            for name in HISTORY_OPTIONS:
+                if name in options:
+                    self.error(
+                        options[name],
+                        f"'{name}' needs 'history'.",
+                        f"It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove "
+                        f"'{options[name].text}'.",
+                    )
+            return len(self.diagnostics) > before
+        if self.manual:
+            return True  # reported with the other 'manual' conflicts
+        if "key=" not in options:
+            self.error(
+                history,
+                f"'{history.text}' needs 'key=<c1,c2>'.",
+                "The key identifies an entity across its versions; add e.g. 'key=id'.",
+            )
+        if "append" in options:
+            self.error(
+                options["append"],
+                f"'{history.text}' cannot be combined with 'append'.",
+                f"History keeps versions itself; remove 'append' or '{history.text}'.",
+            )
+        keys = {w.text.lower() for w in self.key_columns}
+        for column in self.track_columns:
+            if column.text.lower() in keys:
+                self.error(
+                    column,
+                    f"track column '{column.text}' is a key column.",
+                    "The key identifies the entity and never changes; track only non-key columns.",
+                )
+        return len(self.diagnostics) > before
 
     def _key(self, word: Word) -> tuple[Word, ...]:
-        columns, seen, col = [], set(), word.col + len("key=")
-        names = word.text[len("key=") :].split(",")
+        return self._columns(word, "key")
+
+    def _columns(self, word: Word, option: str) -> tuple[Word, ...]:
+        prefix = f"{option}="
+        columns, seen, col = [], set(), word.col + len(prefix)
+        names = word.text[len(prefix) :].split(",")
         if not all(names):
-            hint = "Write 'key=<c1,c2>' without spaces."
+            hint = f"Write '{option}=<c1,c2>' without spaces."
             self.error(word, f"'{word.text}' has an empty column name.", hint)
             return ()
         for name in names:
             column = Word(name, word.line, col)
             col += len(name) + 1
             if not is_identifier(name):
-                self.error(column, f"key column '{name}' is not an allowed identifier.", _IDENTIFIER_HINT)
+                self.error(column, f"{option} column '{name}' is not an allowed identifier.", _IDENTIFIER_HINT)
             elif name.lower() in seen:
-                self.error(column, f"key column '{name}' is listed twice.", "Remove the repeated column.")
+                self.error(column, f"{option} column '{name}' is listed twice.", "Remove the repeated column.")
             else:
                 seen.add(name.lower())
                 columns.append(column)

@@ -8,14 +8,14 @@ No ``from __future__ import annotations`` here: Dagster introspects IO manager f
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 import dagster as dg
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake, register_table
+from assetlake_dagster.lake import Lake, register_current_view, register_table
 from assetlake_dagster.materialization import (
     json_metadata_value,
     materialization_metadata,
@@ -32,25 +32,48 @@ READ_VERSION_KEY = "assetlake/version"
 _RESUME_RETRY_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
 
 
-def managed_write(strategy: str = "replace", key: Sequence[str] = ()) -> dict[str, Any]:
+def managed_write(
+    strategy: str = "replace",
+    key: Sequence[str] = (),
+    track: Sequence[str] = (),
+    deletes: Optional[str] = None,
+) -> dict[str, Any]:
     """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
 
     Args:
-        strategy: ``replace`` (default), ``merge`` (needs ``key``) or ``append``.
-        key: the key columns for ``merge``.
+        strategy: ``replace`` (default), ``merge`` (needs ``key``), ``append`` or
+            ``history`` (SCD2; needs ``key``).
+        key: the key columns for ``merge`` and ``history``.
+        track: ``history`` only: the columns whose change opens a new version (default:
+            every non-key column).
+        deletes: ``history`` only: ``"close"`` closes keys absent from the snapshot
+            (default: they stay current).
 
     Example:
         >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
         ... def customers(spark: SparkDeltaResource):
         ...     return spark.get_session().createDataFrame([(1, "Ann")], "id int, name string")
+        >>> managed_write("history", key=["id"], track=["tier"], deletes="close")
+        {'assetlake/write': {'strategy': 'history', 'key': ['id'], 'track': ['tier'], 'deletes': 'close'}}
     """
     kind = WriteStrategy(strategy)
+    keyed = (WriteStrategy.MERGE, WriteStrategy.HISTORY)
     if kind is WriteStrategy.MANUAL:
         raise ValueError("'manual' is for SQL files that write themselves; return nothing instead")
-    if kind is WriteStrategy.MERGE and not key:
-        raise ValueError("merge needs key=[...] columns")
-    if kind is not WriteStrategy.MERGE and key:
-        raise ValueError(f"key= only applies to merge, not {kind.value}")
+    if kind in keyed and not key:
+        raise ValueError(f"{kind.value} needs key=[...] columns")
+    if kind not in keyed and key:
+        raise ValueError(f"key= only applies to merge and history, not {kind.value}")
+    if kind is not WriteStrategy.HISTORY and (track or deletes is not None):
+        raise ValueError(f"track= and deletes= only apply to history, not {kind.value}")
+    if deletes not in (None, "close"):
+        raise ValueError(f"deletes={deletes!r}: the only value is 'close' (default: None, soft delete)")
+    overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
+    if overlap:
+        raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
+    if kind is WriteStrategy.HISTORY:
+        spec = {"strategy": kind.value, "key": list(key), "track": list(track), "deletes": deletes}
+        return {WRITE_METADATA_KEY: spec}
     return {WRITE_METADATA_KEY: {"strategy": kind.value, "key": list(key)}}
 
 
@@ -112,16 +135,21 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             return
         session = self.spark.get_session()
         uri = table_uri_for(context.asset_key)
-        strategy, key = _write_spec(context.definition_metadata)
+        strategy, key, track, close_deletes = _write_spec(context.definition_metadata)
         target = WriteTarget(
             uri=uri,
             path=self.lake.table_path(uri),
             strategy=strategy,
             stamp=_stamp(context, uri),
             key=key,
+            track=track,
+            close_deletes=close_deletes,
         )
         result = strategy_for(strategy).write(session, to_spark(session, obj), target)
         register_table(session, self.lake, uri)
+        if strategy is WriteStrategy.HISTORY:
+            # Kept in step with every run, committed or not, so later steps can read it.
+            register_current_view(session, self.lake, uri)
         context.log.info(
             f"{uri}: {strategy.value} -> "
             + (f"Delta version {result.version}" if result.committed else "no change, no new version")
@@ -141,9 +169,15 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         return df
 
 
-def _write_spec(metadata: Any) -> tuple[WriteStrategy, tuple[str, ...]]:
+def _write_spec(metadata: Any) -> tuple[WriteStrategy, tuple[str, ...], tuple[str, ...], bool]:
+    """Strategy, key, track and close_deletes from the ``assetlake/write`` metadata."""
     raw = json_metadata_value((metadata or {}).get(WRITE_METADATA_KEY)) or {}
-    return WriteStrategy(raw.get("strategy", "replace")), tuple(raw.get("key") or ())
+    return (
+        WriteStrategy(raw.get("strategy", "replace")),
+        tuple(raw.get("key") or ()),
+        tuple(raw.get("track") or ()),
+        raw.get("deletes") == "close",
+    )
 
 
 def _stamp(context: dg.OutputContext, uri: TableUri) -> CommitStamp:

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from assetlake_dagster.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.spark_session import is_connect_session
-from assetlake_dagster.spec import TableUri, quote_identifier
+from assetlake_dagster.spec import RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
 
 DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
 LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"
@@ -100,6 +100,39 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
             _drop_external(spark, uri, path)
         spark.catalog.createTable(uri.sql_name, path=path, source="delta")
         _registered[session_key] = path
+
+
+def current_view_uri(uri: TableUri) -> TableUri:
+    """The companion view of a history table: ``schema.<table>_current``.
+
+    Example:
+        >>> str(current_view_uri(TableUri("analytics", "dim_customer")))
+        'delta://analytics/dim_customer_current'
+    """
+    return TableUri(uri.schema, uri.table + RESERVED_TABLE_SUFFIX)
+
+
+def register_current_view(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
+    """Make ``schema.<table>_current`` resolve to the current rows of a history table.
+
+    A catalog view (not a temp view: those cannot be schema-qualified) over the registered
+    table, so SQL in later steps reads ``analytics.dim_customer_current`` as written. It
+    reads the table when queried, so it is always in step with the latest version.
+    """
+    register_table(spark, lake, uri)
+    view = current_view_uri(uri)
+    q = quote_identifier
+    with _registered_lock:
+        spark.sql(
+            f"CREATE OR REPLACE VIEW {q(view.schema)}.{q(view.table)} AS "
+            f"SELECT * FROM {q(uri.schema)}.{q(uri.table)} WHERE {q('is_current')}"
+        )
+
+
+def is_history_table(spark: SparkSession, uri: TableUri) -> bool:
+    """Whether the registered table carries the SCD2 columns (only history writes them)."""
+    columns = {c.lower() for c in spark.table(uri.sql_name).columns}
+    return {"valid_from", "valid_to", "is_current"} <= columns
 
 
 def _location(spark: SparkSession, uri: TableUri) -> str:

@@ -45,6 +45,8 @@ def render_plan(spec: SqlAssetSpec, lake: Lake) -> str:
             uri=uri, path=path, strategy=strategy,
             stamp=CommitStamp(run_id="<run id>", asset=f"{uri.schema}/{uri.table}"),
             key=spec.materialize.key,
+            track=spec.materialize.track,
+            close_deletes=spec.materialize.close_deletes,
         )
         plan = strategy_for(strategy).plan(target, spec.output_columns)
         lines += [f"Delta operation: {plan.operation}", textwrap.indent(plan.statement, "  ")]
@@ -58,4 +60,8 @@ def _describe_strategy(spec: SqlAssetSpec) -> str:
     strategy = spec.materialize.strategy
     if strategy is WriteStrategy.MERGE:
         return f"merge on key ({', '.join(spec.materialize.key)})"
+    if strategy is WriteStrategy.HISTORY:
+        track = ", ".join(spec.materialize.track) or "every non-key column"
+        deletes = "close" if spec.materialize.close_deletes else "soft (absent keys stay current)"
+        return f"history on key ({', '.join(spec.materialize.key)}), track {track}, deletes {deletes}"
     return strategy.value

@@ -25,9 +25,11 @@ from assetlake_dagster.errors import (
 )
 from assetlake_dagster.spec import (
     RESERVED_COLUMNS,
+    RESERVED_TABLE_SUFFIX,
     SqlAssetSpec,
     TableUri,
     UpstreamSpec,
+    WriteStrategy,
     is_identifier,
 )
 from assetlake_dagster.sql_analysis import SqlAnalysis, analyze_sql
@@ -226,15 +228,16 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
         else:
             seen[name] = column.location.line
     names = [c.name for c in analysis.output_columns]
-    for key in header.key_columns:
-        if key.text.lower() not in seen:
-            hint = did_you_mean(key.text, names).strip()
-            error(
-                src.location(key.line, key.col),
-                f"key column '{key.text}' is not among the SELECT's columns.",
-                hint or f"The SELECT projects: {', '.join(names)}.",
-                len(key.text),
-            )
+    for kind, columns in (("key", header.key_columns), ("track", header.track_columns)):
+        for column in columns:
+            if column.text.lower() not in seen:
+                hint = did_you_mean(column.text, names).strip()
+                error(
+                    src.location(column.line, column.col),
+                    f"{kind} column '{column.text}' is not among the SELECT's columns.",
+                    hint or f"The SELECT projects: {', '.join(names)}.",
+                    len(column.text),
+                )
     return diagnostics
 
 
@@ -274,6 +277,11 @@ def _cross_check(
     # that delta://analytics/orders produces, so every reference takes one spelling: the
     # producer's, else the first seen (files in path order). Asset keys then match.
     canonical = {key: group[0].uri for key, group in producers.items()}
+    # `schema.<table>_current` is the companion view of a history table: reading it
+    # depends on the table's asset, not on an external table of that name.
+    for key, group in producers.items():
+        if group[0].materialize.strategy is WriteStrategy.HISTORY:
+            canonical[(key[0], key[1] + RESERVED_TABLE_SUFFIX)] = group[0].uri
     for spec in sorted(specs, key=lambda s: s.path):
         for upstream in spec.upstreams:
             canonical.setdefault(_key(upstream.uri), upstream.uri)
@@ -283,8 +291,14 @@ def _cross_check(
 
 
 def _canonical_upstreams(spec: SqlAssetSpec, canonical: dict[_TableKey, TableUri]) -> SqlAssetSpec:
-    renamed = (dataclasses.replace(u, uri=canonical[_key(u.uri)]) for u in spec.upstreams)
-    upstreams = tuple(sorted(renamed, key=lambda u: _sort_key(u.uri)))
+    renamed: dict[_TableKey, UpstreamSpec] = {}
+    for upstream in spec.upstreams:  # two spellings may meet: the declared one wins
+        uri = canonical[_key(upstream.uri)]
+        if _key(uri) == _key(spec.uri):
+            continue  # a history file may read its own `_current` view
+        if _key(uri) not in renamed or (upstream.declared and not renamed[_key(uri)].declared):
+            renamed[_key(uri)] = dataclasses.replace(upstream, uri=uri)
+    upstreams = tuple(sorted(renamed.values(), key=lambda u: _sort_key(u.uri)))
     return spec if upstreams == spec.upstreams else dataclasses.replace(spec, upstreams=upstreams)
 
 

@@ -50,6 +50,7 @@ class WriteStrategy(str, Enum):
     REPLACE = "replace"
     MERGE = "merge"
     APPEND = "append"
+    HISTORY = "history"
     MANUAL = "manual"
 
 
@@ -106,11 +107,21 @@ class TableUri:
 
 @dataclass(frozen=True)
 class MaterializeSpec:
-    """The ``-- materialize`` line: target table and write strategy."""
+    """The ``-- materialize`` line: target table and write strategy.
+
+    Attributes:
+        key: the key columns (merge and history).
+        track: history only: the columns whose change opens a new version (empty: every
+            non-key column).
+        close_deletes: history only: close the current version of keys absent from the
+            snapshot (``deletes=close``); by default they stay current (soft delete).
+    """
 
     uri: TableUri
     strategy: WriteStrategy
     key: tuple[str, ...] = ()
+    track: tuple[str, ...] = ()
+    close_deletes: bool = False
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
 

@@ -15,8 +15,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.annotations import convert_value
 from assetlake_dagster.errors import AssetlakeError, display_path
-from assetlake_dagster.lake import Lake, register_table
-from assetlake_dagster.spec import ArgumentSpec, ArgumentType, SqlAssetSpec, SqlStatement
+from assetlake_dagster.lake import Lake, is_history_table, register_current_view, register_table
+from assetlake_dagster.spec import (
+    RESERVED_TABLE_SUFFIX,
+    ArgumentSpec,
+    ArgumentType,
+    SqlAssetSpec,
+    SqlStatement,
+    TableUri,
+)
 from assetlake_dagster.writes.commit import current_version
 
 _TEMP_VIEW_RE = re.compile(
@@ -71,11 +78,20 @@ def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> di
     versions: dict[str, Optional[int]] = {}
     missing = []
     for upstream in spec.upstreams:
-        if not lake.table_exists(spark, upstream.uri):
-            missing.append(upstream.uri)
-            continue
-        register_table(spark, lake, upstream.uri)
-        versions[str(upstream.uri)] = current_version(spark, lake.table_path(upstream.uri))
+        uri = upstream.uri
+        if not lake.table_exists(spark, uri):
+            base = _history_base(uri)
+            if base is not None and lake.table_exists(spark, base):
+                # `schema.t_current` of a history table produced outside this project.
+                uri = base
+            else:
+                missing.append(uri)
+                continue
+        register_table(spark, lake, uri)
+        if is_history_table(spark, uri):
+            # SQL may read `<table>_current`; the view lives in the session catalog only.
+            register_current_view(spark, lake, uri)
+        versions[str(uri)] = current_version(spark, lake.table_path(uri))
     if missing:
         names = ", ".join(str(u) for u in missing)
         raise AssetlakeError(
@@ -83,6 +99,13 @@ def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> di
             f"({lake.root}). Materialize them first (select the asset with its upstreams: '+{spec.uri.sql_name.replace('.', '/')}')."
         )
     return versions
+
+
+def _history_base(uri: TableUri) -> Optional[TableUri]:
+    """``s.t_current`` -> ``s.t`` (the table whose companion view it would be)."""
+    if not uri.table.lower().endswith(RESERVED_TABLE_SUFFIX) or len(uri.table) == len(RESERVED_TABLE_SUFFIX):
+        return None
+    return TableUri(uri.schema, uri.table[: -len(RESERVED_TABLE_SUFFIX)])
 
 
 def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, args: Mapping[str, Any]) -> DataFrame:

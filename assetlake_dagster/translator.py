@@ -80,6 +80,9 @@ class AssetlakeTranslator:
                 "strategy": spec.materialize.strategy.value,
                 "key": list(spec.materialize.key),
             }
+        if spec.materialize.strategy is WriteStrategy.HISTORY:
+            metadata[WRITE_METADATA_KEY]["track"] = list(spec.materialize.track)
+            metadata[WRITE_METADATA_KEY]["deletes"] = "close" if spec.materialize.close_deletes else None
         return metadata
 
     def get_asset_spec(self, spec: SqlAssetSpec) -> dg.AssetSpec:

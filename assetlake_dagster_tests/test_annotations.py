@@ -57,6 +57,25 @@ VALID = [
         id="manual",
     ),
     pytest.param(
+        "-- materialize delta://a/t key=id history\n",
+        {"materialize": _materialize(WriteStrategy.HISTORY, ("id",))},
+        id="history",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history track=name,tier deletes=close\n",
+        {
+            "materialize": MaterializeSpec(
+                TableUri("a", "t"), WriteStrategy.HISTORY, ("id",), ("name", "tier"), close_deletes=True
+            )
+        },
+        id="history-track-deletes",
+    ),
+    pytest.param(
+        "-- materialize scd2 delta://a/t key=region,id track=name\n",
+        {"materialize": MaterializeSpec(TableUri("a", "t"), WriteStrategy.HISTORY, ("region", "id"), ("name",))},
+        id="scd2-alias",
+    ),
+    pytest.param(
         "// materialize delta://a/t key=id\n// group g\n",
         {"materialize": _materialize(WriteStrategy.MERGE, ("id",)), "group": "g"},
         id="slash-prefix",
@@ -315,25 +334,75 @@ INVALID = [
         "Remove the line; it arrives with declarative automation support.",
         id="automation",
     ),
+    # -- SCD2 history options
     pytest.param(
-        "-- materialize delta://a/t key=id history\n",
-        "f.sql:1:35: history is not supported yet. Remove 'history'; it arrives with SCD2 history support.",
-        id="history",
+        "-- materialize delta://a/t history\n",
+        "f.sql:1:28: 'history' needs 'key=<c1,c2>'. "
+        "The key identifies an entity across its versions; add e.g. 'key=id'.",
+        id="history-without-key",
+    ),
+    pytest.param(
+        "-- materialize scd2 delta://a/t\n",
+        "f.sql:1:16: 'scd2' needs 'key=<c1,c2>'. "
+        "The key identifies an entity across its versions; add e.g. 'key=id'.",
+        id="scd2-without-key",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history append\n",
+        "f.sql:1:43: 'history' cannot be combined with 'append'. "
+        "History keeps versions itself; remove 'append' or 'history'.",
+        id="history-append",
+    ),
+    pytest.param(
+        "-- materialize manual delta://a/t history\n",
+        "f.sql:1:35: 'manual' cannot be combined with 'history'. "
+        "A manual script writes its own table; remove 'history' or 'manual'.",
+        id="history-manual",
+    ),
+    pytest.param(
+        "-- materialize scd2 manual delta://a/t\n",
+        "f.sql:1:21: 'scd2' cannot be combined with 'manual'. Keep one of them before the table URI.",
+        id="scd2-manual",
     ),
     pytest.param(
         "-- materialize delta://a/t key=id track=name,tier\n",
-        "f.sql:1:35: track= is not supported yet. Remove 'track=name,tier'; it arrives with SCD2 history support.",
-        id="track",
+        "f.sql:1:35: 'track=' needs 'history'. "
+        "It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove 'track=name,tier'.",
+        id="track-without-history",
     ),
     pytest.param(
         "-- materialize delta://a/t key=id deletes=close\n",
-        "f.sql:1:35: deletes= is not supported yet. Remove 'deletes=close'; it arrives with SCD2 history support.",
-        id="deletes",
+        "f.sql:1:35: 'deletes=' needs 'history'. "
+        "It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove 'deletes=close'.",
+        id="deletes-without-history",
     ),
     pytest.param(
-        "-- materialize scd2 delta://a/t key=id\n",
-        "f.sql:1:16: scd2 is not supported yet. Remove 'scd2'; it arrives with SCD2 history support.",
-        id="scd2-alias",
+        "-- materialize delta://a/t key=id history deletes=soft\n",
+        "f.sql:1:43: unknown deletes= value 'soft'. "
+        "Write 'deletes=close' to close absent keys; without it they stay current.",
+        id="deletes-unknown-value",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history track=ID,name\n",
+        "f.sql:1:49: track column 'ID' is a key column. "
+        "The key identifies the entity and never changes; track only non-key columns.",
+        id="track-key-column",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history track=name,\n",
+        "f.sql:1:43: 'track=name,' has an empty column name. Write 'track=<c1,c2>' without spaces.",
+        id="track-empty-item",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history track=1x\n",
+        "f.sql:1:49: track column '1x' is not an allowed identifier. "
+        "Use letters, digits and underscores, not starting with a digit.",
+        id="track-bad-identifier",
+    ),
+    pytest.param(
+        "-- materialize scd2 delta://a/t key=id history\n",
+        "f.sql:1:40: 'history' repeats 'scd2'. Keep one of them.",
+        id="scd2-and-history",
     ),
     pytest.param(
         M + "-- on delta://raw/o window=7d\n",
@@ -537,6 +606,22 @@ def test_every_problem_of_a_header_is_reported():
         "f.sql:4:8",
         "f.sql:5:10",
     ]
+
+
+def test_history_with_partitioned_names_the_conflict():
+    text = "-- materialize delta://a/t key=id history\n-- partitioned daily start=2024-01-01\n"
+    assert _first_lines(text) == [
+        "f.sql:2:4: partitioned is not supported yet. Remove the line; it arrives with partitions support.",
+        "f.sql:2:4: 'history' cannot be combined with 'partitioned'. SCD2 history is whole-table only; "
+        "remove '-- partitioned daily start=2024-01-01' or drop 'history'.",
+    ]
+
+
+def test_history_keeps_key_and_track_positions_for_cross_checks():
+    header, problems = parse("-- materialize delta://a/t key=id history track=name,tier\n")
+    assert problems == []
+    assert header.key_columns == (Word("id", 1, 32),)
+    assert header.track_columns == (Word("name", 1, 49), Word("tier", 1, 54))
 
 
 def test_invalid_materialize_line_still_counts_as_present():

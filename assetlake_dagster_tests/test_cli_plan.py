@@ -44,3 +44,13 @@ def test_plan_of_a_broken_file_prints_the_error(capsys):
 def test_plan_of_a_missing_file(capsys, tmp_path):
     assert main(["plan", str(tmp_path / "nope.sql")]) == 1
     assert "cannot read the file" in capsys.readouterr().err
+
+
+def test_plan_history_file_prints_the_merge(capsys, tmp_path):
+    sql = os.path.join(os.path.dirname(__file__), "projects", "history", "dim_customer.sql")
+    assert main(["plan", sql, "--lake-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    path = os.path.join(os.path.realpath(tmp_path), "dim", "customer")
+    assert out[3] == "strategy    history on key (id), track name, tier, deletes close"
+    assert f"  MERGE INTO delta.`{path}` AS t" in out
+    assert "  WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false" in out

@@ -115,6 +115,22 @@ FILE_ERRORS = [
         id="key-missing",
     ),
     pytest.param(
+        "-- materialize delta://a/t key=id history track=nmae\n\nSELECT id, name FROM raw.c",
+        "f.sql:1:49: track column 'nmae' is not among the SELECT's columns. Did you mean 'name'?",
+        id="track-typo",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history track=tier\n\nSELECT id, name FROM raw.c",
+        "f.sql:1:49: track column 'tier' is not among the SELECT's columns. The SELECT projects: id, name.",
+        id="track-missing",
+    ),
+    pytest.param(
+        "-- materialize scd2 delta://a/t key=id\n\nSELECT id, name AS Is_Current FROM raw.c",
+        "f.sql:3:20: column 'Is_Current' is reserved. "
+        "assetlake writes _partition, is_current, valid_from, valid_to itself; rename or drop it.",
+        id="history-reserved-is-current",
+    ),
+    pytest.param(
         "-- materialize delta://a/t\n\nSELECT id, 'x' AS _PARTITION FROM raw.o",
         "f.sql:3:19: column '_PARTITION' is reserved. "
         "assetlake writes _partition, is_current, valid_from, valid_to itself; rename or drop it.",
@@ -161,6 +177,14 @@ def test_file_errors(text, expected):
         pytest.param("-- materialize delta://a/t key=ID\n\nSELECT id FROM raw.o", id="key-case-insensitive"),
         pytest.param("-- materialize delta://a/t key=id\n\nSELECT * FROM raw.o", id="key-unknown-columns"),
         pytest.param("-- materialize delta://a/t key=x append\n\nSELECT id FROM raw.o", id="append-ignores-key"),
+        pytest.param(
+            "-- materialize delta://a/t key=id history track=NAME\n\nSELECT id, name FROM raw.o",
+            id="history-track-case-insensitive",
+        ),
+        pytest.param(
+            "-- materialize delta://a/t key=id history track=tier\n\nSELECT * FROM raw.o",
+            id="history-track-unknown-columns",
+        ),
         pytest.param(
             "-- materialize manual delta://a/t\n\nCREATE TABLE IF NOT EXISTS a.t (id INT);\n"
             "INSERT INTO a.t SELECT id, id AS ID, 1 AS _partition FROM raw.o",

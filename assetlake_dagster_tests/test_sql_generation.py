@@ -1,5 +1,7 @@
 """Layer 3: SQL built by the write strategies, compared as exact strings (no Spark)."""
 
+import re
+
 import pytest
 
 from assetlake_dagster.spec import TableUri, WriteStrategy, quote_identifier
@@ -109,3 +111,83 @@ def test_stamp_round_trip():
     assert not stamp.matches(CommitStamp("r1", "s/t", "other").user_metadata())
     assert not stamp.matches(CommitStamp("r1", "s/u", "2024-01-01'--").user_metadata())
     assert not stamp.matches("not json") and not stamp.matches(None)
+
+
+def test_history_merge_statement():
+    from assetlake_dagster.writes.history import history_merge_statement
+
+    statement = history_merge_statement(
+        "delta.`/lake/dim/customer`", ["id"], ["id", "name", "tier", "email"], ["name", "tier"], True, "snap"
+    )
+    assert statement == (
+        "MERGE INTO delta.`/lake/dim/customer` AS t\n"
+        "USING (\n"
+        "  SELECT s.`id` AS `__assetlake_merge_key_0`, s.`id`, s.`name`, s.`tier`, s.`email` FROM snap AS s\n"
+        "  UNION ALL\n"
+        "  SELECT NULL AS `__assetlake_merge_key_0`, s.`id`, s.`name`, s.`tier`, s.`email` FROM snap AS s\n"
+        "  JOIN delta.`/lake/dim/customer` AS t ON t.`id` = s.`id` AND t.`is_current`\n"
+        "  WHERE NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)\n"
+        ") AS s\n"
+        "ON t.`id` = s.`__assetlake_merge_key_0` AND t.`is_current`\n"
+        "WHEN MATCHED AND (NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)) "
+        "THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false\n"
+        "WHEN NOT MATCHED THEN INSERT (`id`, `name`, `tier`, `email`, `valid_from`, `valid_to`, `is_current`) "
+        "VALUES (s.`id`, s.`name`, s.`tier`, s.`email`, :run_ts, NULL, true)\n"
+        "WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false"
+    )
+
+
+def test_history_merge_statement_soft_deletes_composite_key_key_only():
+    from assetlake_dagster.writes.history import history_merge_statement
+
+    assert history_merge_statement("x", ["region", "id"], ["region", "id"], [], False, "snap") == (
+        "MERGE INTO x AS t\n"
+        "USING (\n"
+        "  SELECT s.`region` AS `__assetlake_merge_key_0`, s.`id` AS `__assetlake_merge_key_1`, "
+        "s.`region`, s.`id` FROM snap AS s\n"
+        ") AS s\n"
+        "ON t.`region` = s.`__assetlake_merge_key_0` AND t.`id` = s.`__assetlake_merge_key_1` AND t.`is_current`\n"
+        "WHEN NOT MATCHED THEN INSERT (`region`, `id`, `valid_from`, `valid_to`, `is_current`) "
+        "VALUES (s.`region`, s.`id`, :run_ts, NULL, true)"
+    )
+
+
+def test_history_plan_shows_the_merge():
+    tgt = WriteTarget(
+        uri=TableUri("dim", "c"),
+        path="/lake/dim/c",
+        strategy=WriteStrategy.HISTORY,
+        stamp=CommitStamp("r", "dim/c"),
+        key=("id",),
+        track=("tier",),
+    )
+    plan = strategy_for(WriteStrategy.HISTORY).plan(tgt, ["id", "name", "tier"])
+    assert plan.operation.startswith("Delta MERGE keeping SCD2 history")
+    assert "absent keys stay current" in plan.operation
+    assert "WHERE NOT (t.`tier` <=> s.`tier`)\n" in plan.statement
+    assert "NOT MATCHED BY SOURCE" not in plan.statement
+    assert plan.predicate == "t.`id` = ... AND t.`is_current`"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        pytest.param({"strategy": "history"}, "history needs key=[...] columns", id="no-key"),
+        pytest.param({"strategy": "merge", "key": ["id"], "track": ["a"]}, "only apply to history", id="track-merge"),
+        pytest.param({"strategy": "history", "key": ["id"], "deletes": "soft"}, "the only value is 'close'", id="deletes"),
+        pytest.param({"strategy": "history", "key": ["id"], "track": ["ID"]}, "includes key columns", id="track-key"),
+    ],
+)
+def test_managed_write_history_validation(kwargs, message):
+    from assetlake_dagster.io_manager import managed_write
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        managed_write(**kwargs)
+
+
+def test_managed_write_history_metadata():
+    from assetlake_dagster.io_manager import _write_spec, managed_write
+
+    metadata = managed_write("history", key=["id"], track=["tier"], deletes="close")
+    assert _write_spec(metadata) == (WriteStrategy.HISTORY, ("id",), ("tier",), True)
+    assert _write_spec(managed_write("history", key=["id"])) == (WriteStrategy.HISTORY, ("id",), (), False)

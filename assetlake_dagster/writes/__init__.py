@@ -4,11 +4,12 @@ from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.writes.append import AppendWrite
 from assetlake_dagster.writes.base import WritePlan, WriteStrategyBase
 from assetlake_dagster.writes.commit import CommitStamp, WriteResult, WriteTarget
+from assetlake_dagster.writes.history import HistoryWrite
 from assetlake_dagster.writes.merge import MergeWrite
 from assetlake_dagster.writes.replace import ReplaceWrite
 
 STRATEGIES: dict[WriteStrategy, WriteStrategyBase] = {
-    s.strategy: s for s in (ReplaceWrite(), MergeWrite(), AppendWrite())
+    s.strategy: s for s in (ReplaceWrite(), MergeWrite(), AppendWrite(), HistoryWrite())
 }
 
 
@@ -23,6 +24,7 @@ def strategy_for(strategy: WriteStrategy) -> WriteStrategyBase:
 
 __all__ = [
     "CommitStamp",
+    "HistoryWrite",
     "STRATEGIES",
     "WritePlan",
     "WriteResult",

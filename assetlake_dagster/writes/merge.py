@@ -127,6 +127,27 @@ def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], 
     return nulls, dups
 
 
+def check_keys(strategy: WriteStrategyBase, staged: DataFrame, target: WriteTarget) -> None:
+    """Fail with :class:`KeyViolationError`, naming a few, on NULL or duplicate keys."""
+    nulls, dups = find_key_violations(staged, target.key)
+    problems = []
+    if nulls:
+        problems.append(f"NULL keys, e.g. {_render(nulls, target.key, counts=True)}")
+    if dups:
+        problems.append(f"duplicate keys, e.g. {_render(dups, target.key, counts=True)}")
+    if problems:
+        raise KeyViolationError(
+            "; ".join(problems)
+            + f". Each key ({', '.join(target.key)}) must appear once and be non-NULL; "
+            "deduplicate or filter in the SELECT. Nothing was written.",
+            asset=target.asset,
+            table=str(target.uri),
+            strategy=strategy.strategy.value,
+            partition=target.stamp.partition,
+            metadata={"null_keys": len(nulls), "duplicate_key_samples": len(dups)},
+        )
+
+
 def changed_rows(source: DataFrame, target: DataFrame, key: Sequence[str]) -> DataFrame:
     """Source rows that are new or differ from the target in a non-key column."""
     key_lower = {k.lower() for k in key}
@@ -181,23 +202,7 @@ class MergeWrite(WriteStrategyBase):
             staged.unpersist()
 
     def _check_keys(self, staged: DataFrame, target: WriteTarget) -> None:
-        nulls, dups = find_key_violations(staged, target.key)
-        problems = []
-        if nulls:
-            problems.append(f"NULL keys, e.g. {_render(nulls, target.key, counts=True)}")
-        if dups:
-            problems.append(f"duplicate keys, e.g. {_render(dups, target.key, counts=True)}")
-        if problems:
-            raise KeyViolationError(
-                "; ".join(problems)
-                + f". Each key ({', '.join(target.key)}) must appear once and be non-NULL; "
-                "deduplicate or filter in the SELECT. Nothing was written.",
-                asset=target.asset,
-                table=str(target.uri),
-                strategy=self.strategy.value,
-                partition=target.stamp.partition,
-                metadata={"null_keys": len(nulls), "duplicate_key_samples": len(dups)},
-            )
+        check_keys(self, staged, target)
 
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
         (

@@ -1,0 +1,365 @@
+"""History (SCD2): keep every version of every key, in one MERGE commit per run.
+
+The SELECT returns the current snapshot, one row per key. Each run diffs it against the
+table's current rows: a changed tracked column closes the current version and opens a new
+one, a new (or reappearing) key opens a version, and with ``deletes=close`` an absent key
+has its current version closed. All of it is one ``MERGE INTO`` (Delta's staged-updates
+pattern), so a run commits once or not at all.
+
+Rules from RELIABILITY.md: change detection is NULL-safe (``<=>``, dbt-core#1516); MAP
+columns cannot be compared, so they cannot be tracked; NULL and duplicate keys fail before
+writing; one UTC run timestamp (microseconds) is shared by every row of the run, bound as a
+parameter, and must be later than every timestamp already in the table; an empty diff
+creates no version (a no-op MERGE can still commit: delta-io/delta#1812).
+"""
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from typing import Callable, Optional
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from assetlake_dagster.delta_sql import path_identifier, read
+from assetlake_dagster.spec import WriteStrategy, quote_identifier
+from assetlake_dagster.writes.base import WritePlan, WriteStrategyBase, check_columns, delta_columns
+from assetlake_dagster.writes.commit import (
+    WriteResult,
+    WriteTarget,
+    current_version,
+    result_from_history,
+    stamped_session,
+)
+from assetlake_dagster.writes.merge import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys
+
+VALID_FROM = "valid_from"
+VALID_TO = "valid_to"
+IS_CURRENT = "is_current"
+#: The managed columns, in the order they follow the data columns.
+HISTORY_COLUMNS = (VALID_FROM, VALID_TO, IS_CURRENT)
+#: The parameter marker every timestamp of the run is bound to.
+RUN_TS_PARAM = "run_ts"
+#: Names of the merge-key columns of the staged source; data columns may not use the prefix.
+MERGE_KEY_PREFIX = "__assetlake_merge_key_"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def utc_now() -> dt.datetime:
+    """The default clock: now, in UTC, to the microsecond."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def to_micros(ts: dt.datetime) -> int:
+    """Microseconds since the epoch of an aware (or naive = UTC) datetime.
+
+    Example:
+        >>> to_micros(dt.datetime(1970, 1, 1, 0, 0, 1))
+        1000000
+    """
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=dt.timezone.utc)
+    return (ts - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+def history_merge_statement(
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[str],
+    track: Sequence[str],
+    close_deletes: bool,
+    snapshot: str = "snapshot",
+) -> str:
+    """The one Spark SQL MERGE a history run executes (also shown by plans).
+
+    The source is the snapshot twice (Delta's staged-updates pattern): every row with its
+    key as merge key, which matches the key's current version (closing it when a tracked
+    column changed) or, when the key has no current version, inserts it; plus, with a NULL
+    merge key, the rows whose tracked columns changed, which never match and so insert the
+    new versions. ``:run_ts`` is a bound parameter.
+
+    Args:
+        table: the target, e.g. ``delta.`/lake/s/t```.
+        key: the key columns.
+        columns: the data columns of the snapshot (key included), in order.
+        track: the tracked columns (non-empty unless the table has no non-key column).
+        close_deletes: close the current version of keys absent from the snapshot.
+        snapshot: the name of the snapshot view.
+
+    Example:
+        >>> print(history_merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"], ["name"], True))
+        MERGE INTO delta.`/lake/s/t` AS t
+        USING (
+          SELECT s.`id` AS `__assetlake_merge_key_0`, s.`id`, s.`name` FROM snapshot AS s
+          UNION ALL
+          SELECT NULL AS `__assetlake_merge_key_0`, s.`id`, s.`name` FROM snapshot AS s
+          JOIN delta.`/lake/s/t` AS t ON t.`id` = s.`id` AND t.`is_current`
+          WHERE NOT (t.`name` <=> s.`name`)
+        ) AS s
+        ON t.`id` = s.`__assetlake_merge_key_0` AND t.`is_current`
+        WHEN MATCHED AND (NOT (t.`name` <=> s.`name`)) THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false
+        WHEN NOT MATCHED THEN INSERT (`id`, `name`, `valid_from`, `valid_to`, `is_current`) VALUES (s.`id`, s.`name`, :run_ts, NULL, true)
+        WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false
+    """
+    t, s = TARGET_ALIAS, SOURCE_ALIAS
+    q = quote_identifier
+    current = f"{t}.{q(IS_CURRENT)}"
+    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
+    data = ", ".join(f"{s}.{q(c)}" for c in columns)
+    on_key = " AND ".join(f"{t}.{q(k)} = {s}.{q(k)}" for k in key)
+    matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
+    lines = [
+        f"MERGE INTO {table} AS {t}",
+        "USING (",
+        f"  SELECT {matched_keys}, {data} FROM {snapshot} AS {s}",
+    ]
+    changed = change_condition(track) if track else ""
+    if changed:
+        null_keys = ", ".join(f"NULL AS {m}" for m in merge_keys)
+        lines += [
+            "  UNION ALL",
+            f"  SELECT {null_keys}, {data} FROM {snapshot} AS {s}",
+            f"  JOIN {table} AS {t} ON {on_key} AND {current}",
+            f"  WHERE {changed}",
+        ]
+    on_merge_key = " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys))
+    close = f"UPDATE SET {q(VALID_TO)} = :{RUN_TS_PARAM}, {q(IS_CURRENT)} = false"
+    names = ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS))
+    lines += [f") AS {s}", f"ON {on_merge_key} AND {current}"]
+    if changed:
+        lines.append(f"WHEN MATCHED AND ({changed}) THEN {close}")
+    lines.append(f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({data}, :{RUN_TS_PARAM}, NULL, true)")
+    if close_deletes:
+        lines.append(f"WHEN NOT MATCHED BY SOURCE AND {current} THEN {close}")
+    return "\n".join(lines)
+
+
+def change_counts_query(
+    table: str, key: Sequence[str], track: Sequence[str], close_deletes: bool, snapshot: str
+) -> str:
+    """How many versions the MERGE would close for a change, open, and close for a delete.
+
+    Example:
+        >>> print(change_counts_query("tbl", ["id"], ["name"], False, "snap"))
+        SELECT
+          (SELECT count(*) FROM snap AS s JOIN tbl AS t ON t.`id` = s.`id` AND t.`is_current` WHERE NOT (t.`name` <=> s.`name`)) AS changed,
+          (SELECT count(*) FROM snap AS s LEFT ANTI JOIN tbl AS t ON t.`id` = s.`id` AND t.`is_current`) AS opened,
+          0 AS closed
+    """
+    t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
+    on = " AND ".join(f"{t}.{q(k)} = {s}.{q(k)}" for k in key) + f" AND {t}.{q(IS_CURRENT)}"
+    changed, opened, closed = "0", "", "0"
+    if track:
+        where = change_condition(track)
+        changed = f"(SELECT count(*) FROM {snapshot} AS {s} JOIN {table} AS {t} ON {on} WHERE {where})"
+    opened = f"(SELECT count(*) FROM {snapshot} AS {s} LEFT ANTI JOIN {table} AS {t} ON {on})"
+    if close_deletes:
+        closed = (
+            f"(SELECT count(*) FROM {table} AS {t} LEFT ANTI JOIN {snapshot} AS {s} ON {on} "
+            f"WHERE {t}.{q(IS_CURRENT)})"
+        )
+    return f"SELECT\n  {changed} AS changed,\n  {opened} AS opened,\n  {closed} AS closed"
+
+
+class HistoryWrite(WriteStrategyBase):
+    """SCD2 history on ``key=``: one MERGE commit per changing run, none otherwise.
+
+    Args:
+        clock: returns the run timestamp (UTC); tests inject their own.
+
+    Example:
+        >>> HistoryWrite(clock=lambda: dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))  # doctest: +ELLIPSIS
+        <...HistoryWrite object at ...>
+    """
+
+    strategy = WriteStrategy.HISTORY
+
+    def __init__(self, clock: Callable[[], dt.datetime] = utc_now):
+        self.clock = clock
+
+    def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
+        key = list(target.key)
+        if columns:
+            shown = list(columns)
+            track = _default_track(target, shown)
+        else:
+            track = list(target.track) or ["other_columns"]
+            shown = key + track
+        return WritePlan(
+            operation=(
+                "Delta MERGE keeping SCD2 history (close changed versions, open new ones"
+                + (", close absent keys" if target.close_deletes else "; absent keys stay current")
+                + "; no commit when nothing changed); the first run creates the table with one WRITE"
+            ),
+            statement=history_merge_statement(
+                path_identifier(target.path), key, shown, track, target.close_deletes, snapshot="snapshot"
+            ),
+            predicate=" AND ".join(f"{TARGET_ALIAS}.{quote_identifier(k)} = ..." for k in key)
+            + f" AND {TARGET_ALIAS}.{quote_identifier(IS_CURRENT)}",
+        )
+
+    def write(
+        self,
+        spark: SparkSession,
+        df: DataFrame,
+        target: WriteTarget,
+        run_timestamp: Optional[dt.datetime] = None,
+    ) -> WriteResult:
+        check_columns(self, target, df.columns)
+        spelled = {c.lower(): c for c in df.columns}
+        missing = [c for c in (*target.key, *target.track) if c.lower() not in spelled]
+        if missing:
+            raise self.fail(
+                target,
+                f"key/track columns {missing} are not in the rows (columns: {df.columns}). "
+                "Project them in the SELECT or fix key=/track=.",
+                allow_retries=False,
+            )
+        clashing = [c for c in df.columns if c.lower().startswith(MERGE_KEY_PREFIX)]
+        if clashing:
+            raise self.fail(
+                target,
+                f"columns {clashing} use the prefix {MERGE_KEY_PREFIX!r}, which the history MERGE "
+                "uses internally. Rename them in the SELECT.",
+                allow_retries=False,
+            )
+        key = [spelled[k.lower()] for k in target.key]
+        track = _default_track(target, df.columns)
+        self._check_trackable(target, df, track)
+        run_ts = _as_utc(run_timestamp if run_timestamp is not None else self.clock())
+        staged = df.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            check_keys(self, staged, target)
+            existing = delta_columns(spark, target.path)
+            if existing is None:
+                return self._create(spark, staged, target, run_ts)
+            return self._merge(spark, staged, target, key, track, run_ts)
+        finally:
+            staged.unpersist()
+
+    def _check_trackable(self, target: WriteTarget, df: DataFrame, track: Sequence[str]) -> None:
+        types = {f.name.lower(): f.dataType.simpleString() for f in df.schema.fields}
+        maps = [c for c in track if "map<" in types[c.lower()]]
+        if maps:
+            default = "" if target.track else " (without track=, every non-key column is tracked)"
+            raise self.fail(
+                target,
+                f"tracked columns {maps} contain MAP values, which Spark cannot compare, so their "
+                f"changes cannot be detected{default}. List the columns to track in track= without "
+                "them, or convert them in the SELECT (e.g. to_json(col)).",
+                allow_retries=False,
+            )
+
+    def _create(
+        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, run_ts: dt.datetime
+    ) -> WriteResult:
+        view = f"_assetlake_snapshot_{uuid.uuid4().hex}"
+        staged.createOrReplaceTempView(view)
+        try:
+            q = quote_identifier
+            rows = spark.sql(
+                f"SELECT *, CAST(:{RUN_TS_PARAM} AS TIMESTAMP) AS {q(VALID_FROM)}, "
+                f"CAST(NULL AS TIMESTAMP) AS {q(VALID_TO)}, true AS {q(IS_CURRENT)} FROM {view}",
+                args={RUN_TS_PARAM: run_ts},
+            )
+            # errorifexists: of two concurrent first runs, the second fails instead of
+            # appending a second set of current rows.
+            (
+                rows.write.format("delta")
+                .mode("errorifexists")
+                .option("userMetadata", target.stamp.user_metadata())
+                .save(target.path)
+            )
+        finally:
+            spark.catalog.dropTempView(view)
+        return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
+
+    def _merge(
+        self,
+        spark: SparkSession,
+        staged: DataFrame,
+        target: WriteTarget,
+        key: list[str],
+        track: list[str],
+        run_ts: dt.datetime,
+    ) -> WriteResult:
+        table_df = read(spark, target.path)
+        self._check_frozen_schema(target, staged, table_df)
+        table = path_identifier(target.path)
+        q = quote_identifier
+        # valid_to counts too: a closing delete stamps valid_to without opening a version.
+        latest_ts = f"greatest({q(VALID_FROM)}, coalesce({q(VALID_TO)}, {q(VALID_FROM)}))"
+        latest = spark.sql(f"SELECT unix_micros(max({latest_ts})) AS latest FROM {table}").first()["latest"]
+        if latest is not None and to_micros(run_ts) <= latest:
+            raise self.fail(
+                target,
+                f"non-monotonic run timestamp: {run_ts.isoformat()} is not later than "
+                f"{_from_micros(latest).isoformat()}, the latest valid_from/valid_to in the table. "
+                "Every history run needs a later UTC timestamp than the one before; check the "
+                "clock of the machine running it.",
+                allow_retries=False,
+            )
+        view = f"_assetlake_snapshot_{uuid.uuid4().hex}"
+        staged.createOrReplaceTempView(view)
+        try:
+            counts = spark.sql(change_counts_query(table, key, track, target.close_deletes, view)).first()
+            if not (counts["changed"] or counts["opened"] or counts["closed"]):
+                version = current_version(spark, target.path)
+                return WriteResult(committed=False, version=version, operation=None, rows_written=0)
+            # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
+            # classic session and on a Spark Connect server without the Delta Connect plugin.
+            statement = history_merge_statement(
+                table, key, list(staged.columns), track, target.close_deletes, snapshot=view
+            )
+            with stamped_session(spark, target.stamp):
+                spark.sql(statement, args={RUN_TS_PARAM: run_ts}).collect()
+        finally:
+            spark.catalog.dropTempView(view)
+        return result_from_history(
+            spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
+        )
+
+    def _check_frozen_schema(self, target: WriteTarget, staged: DataFrame, table_df: DataFrame) -> None:
+        managed = {c.lower() for c in HISTORY_COLUMNS}
+        table = {
+            f.name.lower(): (f.name, f.dataType.simpleString())
+            for f in table_df.schema.fields
+            if f.name.lower() not in managed
+        }
+        rows = {f.name.lower(): (f.name, f.dataType.simpleString()) for f in staged.schema.fields}
+        added = [f"{n} {t}" for k, (n, t) in rows.items() if k not in table]
+        removed = [f"{n} {t}" for k, (n, t) in table.items() if k not in rows]
+        retyped = [f"{n} {table[k][1]} -> {t}" for k, (n, t) in rows.items() if k in table and table[k][1] != t]
+        if not (added or removed or retyped):
+            return
+        diff = "; ".join(
+            f"{label}: {', '.join(items)}"
+            for label, items in (("added", added), ("removed", removed), ("retyped", retyped))
+            if items
+        )
+        raise self.fail(
+            target,
+            f"the SELECT's columns differ from the history table's ({diff}). The schema of a "
+            "history table is frozen after its first run: closed versions cannot be reshaped. "
+            f"To change it, drop the table folder {target.path} (its history is lost) and run "
+            "again, or write to a new table. Nothing was written.",
+            allow_retries=False,
+        )
+
+
+def _default_track(target: WriteTarget, columns: Sequence[str]) -> list[str]:
+    """``track=`` in the rows' spelling, or every non-key column."""
+    spelled = {c.lower(): c for c in columns}
+    if target.track:
+        return [spelled.get(c.lower(), c) for c in target.track]
+    keys = {k.lower() for k in target.key}
+    return [c for c in columns if c.lower() not in keys]
+
+
+def _as_utc(ts: dt.datetime) -> dt.datetime:
+    """Aware UTC (naive means UTC), to the microsecond (Python's own resolution)."""
+    return ts.replace(tzinfo=dt.timezone.utc) if ts.tzinfo is None else ts.astimezone(dt.timezone.utc)
+
+
+def _from_micros(micros: int) -> dt.datetime:
+    return _EPOCH + dt.timedelta(microseconds=micros)

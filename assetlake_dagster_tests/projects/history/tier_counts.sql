@@ -1,0 +1,3 @@
+-- materialize delta://mart/tier_counts
+
+SELECT tier, count(*) AS customers FROM dim.customer_current GROUP BY tier
