@@ -14,12 +14,12 @@ import dagster as dg
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.delta_sql import read
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, register_current_view, register_table
 from assetlake_dagster.materialization import (
     json_metadata_value,
     materialization_metadata,
-    read_version,
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
@@ -163,7 +163,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         uri = table_uri_for(context.asset_key)
         version = (context.definition_metadata or {}).get(READ_VERSION_KEY)
         version = getattr(version, "value", version)
-        df = read_version(session, self.lake.table_path(uri), version)
+        df = read(session, self.lake.table_path(uri), version)
         if context.dagster_type.typing_type is pd.DataFrame:
             return df.toPandas()
         return df

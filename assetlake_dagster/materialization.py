@@ -1,7 +1,7 @@
 """The metadata each materialization records: Delta version, metrics, schema, preview."""
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
@@ -43,10 +43,6 @@ def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS) -> str:
     return "\n".join([header, rule, *body])
 
 
-def read_version(spark: SparkSession, path: str, version: Optional[int]) -> DataFrame:
-    return read(spark, path, version)
-
-
 def materialization_metadata(
     spark: SparkSession,
     uri: TableUri,
@@ -59,7 +55,7 @@ def materialization_metadata(
     The row count comes from Delta's file statistics (``count()`` on a Delta snapshot is
     answered from the log), so it costs no data scan.
     """
-    table = read_version(spark, path, result.version)
+    table = read(spark, path, result.version)
     metadata: dict[str, Any] = {
         "dagster/uri": dg.MetadataValue.path(path),
         "dagster/table_name": uri.sql_name,

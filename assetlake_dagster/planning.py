@@ -32,7 +32,7 @@ def render_plan(spec: SqlAssetSpec, lake: Lake) -> str:
             for a in spec.arguments
         ))
     for stmt in spec.setup:
-        lines += [f"", f"setup (line {stmt.line}):", textwrap.indent(stmt.sql, "  ")]
+        lines += ["", f"setup (line {stmt.line}):", textwrap.indent(stmt.sql, "  ")]
     if spec.select is not None:
         title = "last statement" if strategy is WriteStrategy.MANUAL else "query"
         lines += ["", f"{title} (line {spec.select.line}), parameters bound as markers, never spliced:",

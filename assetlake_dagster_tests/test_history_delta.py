@@ -18,6 +18,7 @@ from assetlake_dagster.errors import KeyViolationError, WriteError
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget
 from assetlake_dagster.writes.history import HistoryWrite, to_micros
+from assetlake_dagster_tests.faults import FAILURE_MESSAGE, rows_failing_on_the_last
 
 SCHEMA = "id INT, name STRING, tier STRING"
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
@@ -289,22 +290,10 @@ def test_default_clock_is_utc_now(spark, path):
 
 
 def test_failure_mid_write_leaves_prior_version(spark, path):
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType
-
     load(spark, path, LOAD_1, 1)
     before = history(spark, path)
-
-    @F.udf(IntegerType())
-    def explode_on_last(value):
-        if value == 1000:
-            raise ValueError("boom on the last row")
-        return value
-
-    many = spark.range(1, 1001).select(
-        explode_on_last(F.col("id").cast("int")).alias("id"), F.lit("n").alias("name"), F.lit("t").alias("tier")
-    )
-    with pytest.raises(Exception, match="boom on the last row"):
+    many = rows_failing_on_the_last(spark, name="n", tier="t")
+    with pytest.raises(Exception, match=FAILURE_MESSAGE):
         HistoryWrite().write(spark, many, target(path, run_id="run2"), run_timestamp=ts(2))
     assert versions(spark, path) == [0]
     assert history(spark, path) == before

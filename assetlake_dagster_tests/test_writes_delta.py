@@ -7,12 +7,11 @@ import json
 
 import pytest
 from delta.tables import DeltaTable
-from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType
 
 from assetlake_dagster.errors import KeyViolationError, WriteError
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster_tests.faults import FAILURE_MESSAGE, rows_failing_on_the_last
 
 SCHEMA = "id INT, name STRING, score DOUBLE"
 
@@ -185,18 +184,8 @@ def test_failure_mid_write_leaves_prior_version(spark, lake_root, strategy, key)
     t = target(lake_root, strategy, "run1", key=key)
     write(spark, ROWS, t)
 
-    @F.udf(IntegerType())
-    def explode_on_last(value):
-        if value == 1000:
-            raise ValueError("boom on the last row")
-        return value
-
-    many = spark.range(1, 1001).select(
-        explode_on_last(F.col("id").cast("int")).alias("id"),
-        F.lit("n").alias("name"),
-        F.lit(1.0).alias("score"),
-    )
-    with pytest.raises(Exception, match="boom on the last row"):
+    many = rows_failing_on_the_last(spark, name="n", score=1.0)
+    with pytest.raises(Exception, match=FAILURE_MESSAGE):
         strategy_for(strategy).write(spark, many, target(lake_root, strategy, "run2", key=key))
     assert versions(spark, t.path) == [0]
     assert rows(spark, t.path) == sorted(ROWS)
