@@ -208,14 +208,9 @@ class _Analyzer:
 
     def _managed(self, statements: list[_Statement]) -> tuple[list[_Statement], Optional[_Statement]]:
         if not statements:
-            line = _last_nonblank_line(self.src)
-            self.diagnostics.append(
-                self.src.diagnostic(
-                    line,
-                    1,
-                    "the file must end with one SELECT.",
-                    "The file has no SQL statements; add the SELECT whose rows become the table.",
-                )
+            self._empty_body(
+                "the file must end with one SELECT.",
+                "The file has no SQL statements; add the SELECT whose rows become the table.",
             )
             return [], None
         *before, last = statements
@@ -249,17 +244,14 @@ class _Analyzer:
 
     def _manual(self, statements: list[_Statement]) -> tuple[list[_Statement], Optional[_Statement]]:
         if not statements:
-            line = _last_nonblank_line(self.src)
-            self.diagnostics.append(
-                self.src.diagnostic(
-                    line,
-                    1,
-                    "the file has no SQL statements.",
-                    "A manual file runs its own SQL; add the statements.",
-                )
-            )
+            self._empty_body("the file has no SQL statements.", "A manual file runs its own SQL; add the statements.")
             return [], None
         return statements[:-1], statements[-1]
+
+    def _empty_body(self, message: str, hint: str) -> None:
+        """A file with a header and no SQL: point at its last non-blank line."""
+        line = _last_nonblank_line(self.src)
+        self.diagnostics.append(self.src.diagnostic(line, 1, message, hint))
 
     def _statement_error(self, statement: _Statement, message: str, hint: str) -> None:
         self.error(statement.tokens[0].start, message, hint, span=len(statement.tokens[0].text))
