@@ -29,10 +29,15 @@ from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
     URI_SCHEME,
     ArgumentSpec,
+    DEFAULT_BACKFILL_BATCH,
+    WINDOW_UNITS,
     ArgumentType,
     MaterializeSpec,
+    PartitionKind,
+    PartitionSpec,
     TableUri,
     UpstreamSpec,
+    WindowSpec,
     WriteStrategy,
     is_identifier,
 )
@@ -45,15 +50,20 @@ MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=")
 HISTORY_OPTIONS = ("track=", "deletes=")
 #: Keywords and options recognised now but implemented by a later feature.
 LATER_KEYWORDS = {
-    "partitioned": "partitions",
     "data_test": "data tests",
     "column": "column lineage",
     "schedule": "schedules",
     "automation": "declarative automation",
 }
-LATER_OPTIONS = {
-    "window=": "partitions",
-}
+LATER_OPTIONS: dict[str, str] = {}
+PARTITIONED_FORM = (
+    "-- partitioned daily|hourly|weekly|monthly start=<YYYY-MM-DD> [end=…] [tz=…] [batch=<n>], "
+    "'-- partitioned static a,b,c' or '-- partitioned dynamic <name>'"
+)
+#: Options of each kind of ``-- partitioned`` line.
+TIME_WINDOW_OPTIONS = ("start=", "end=", "tz=", "batch=")
+#: Largest ``batch=``: one run and one commit write at most this many partitions.
+MAX_BACKFILL_BATCH = 1000
 #: Every header keyword (``$<name>`` arguments aside).
 KEYWORDS = (
     "materialize",
@@ -64,6 +74,7 @@ KEYWORDS = (
     "description",
     "kinds",
     "pipeline",
+    "partitioned",
     *LATER_KEYWORDS,
 )
 ARGUMENT_TYPES: dict[str, ArgumentType] = {
@@ -101,6 +112,7 @@ class Header:
         key_columns: the ``key=`` columns with their positions (merge and history), for
             cross-checks.
         track_columns: the ``track=`` columns with their positions (history only).
+        partitions: the ``-- partitioned`` line, if any and valid.
         upstreams: ``-- on`` tables, in file order.
         arguments: ``-- $name (type)`` arguments, in file order.
         argument_names: the names of every ``$name`` line, valid or not, so that a bad type
@@ -112,6 +124,8 @@ class Header:
     manual: bool = False
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
+    partitions: Optional[PartitionSpec] = None
+    partitioned_line: Optional[int] = None
     upstreams: tuple[UpstreamSpec, ...] = ()
     arguments: tuple[ArgumentSpec, ...] = ()
     argument_names: frozenset[str] = frozenset()
@@ -225,6 +239,7 @@ class _HeaderParser:
         self.track_columns: tuple[Word, ...] = ()
         self.history: Optional[Word] = None  # the `history` (or `scd2`) word
         self.partitioned: Optional[Word] = None  # the `partitioned` keyword
+        self.partitions: Optional[PartitionSpec] = None
         self.upstreams: dict[TableUri, UpstreamSpec] = {}
         self.arguments: dict[str, ArgumentSpec] = {}
         self.argument_names: set[str] = set()
@@ -236,6 +251,7 @@ class _HeaderParser:
         self.handlers: dict[str, Callable[[Word, list[Word], str], None]] = {
             "materialize": self._materialize,
             "on": self._on,
+            "partitioned": self._partitioned,
             "group": self._group,
             "owner": self._owner,
             "tags": self._tags,
@@ -262,8 +278,6 @@ class _HeaderParser:
             elif keyword.text in self.handlers:
                 self.handlers[keyword.text](keyword, rest, raw)
             elif keyword.text in LATER_KEYWORDS:
-                if keyword.text == "partitioned" and self.partitioned is None:
-                    self.partitioned = keyword
                 hint = f"Remove the line; it arrives with {LATER_KEYWORDS[keyword.text]} support."
                 self.error(keyword, f"{keyword.text} is not supported yet.", hint)
             else:
@@ -285,6 +299,8 @@ class _HeaderParser:
             manual=self.manual,
             key_columns=self.key_columns,
             track_columns=self.track_columns,
+            partitions=self.partitions,
+            partitioned_line=self.partitioned.line if self.partitioned else None,
             upstreams=tuple(self.upstreams.values()),
             arguments=tuple(self.arguments.values()),
             argument_names=frozenset(self.argument_names),
@@ -469,6 +485,141 @@ class _HeaderParser:
             f"Remove '{word.text}'; it arrives with {LATER_OPTIONS[name]} support.",
         )
 
+    # -- partitioned ------------------------------------------------------------------------
+
+    def _partitioned(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        if self.partitioned is not None:
+            self.error(
+                keyword,
+                f"partitions are already declared on line {self.partitioned.line}.",
+                "A table has one partitioning; keep one '-- partitioned' line.",
+            )
+            return
+        self.partitioned = keyword
+        if not rest:
+            self.error(keyword, "'-- partitioned' needs a kind.", f"Write '{PARTITIONED_FORM}'.")
+            return
+        kind_word = rest[0]
+        try:
+            kind = PartitionKind(kind_word.text)
+        except ValueError:
+            hint = did_you_mean(kind_word.text, [k.value for k in PartitionKind]).strip()
+            kinds = ", ".join(k.value for k in PartitionKind)
+            self.error(kind_word, f"unknown partition kind '{kind_word.text}'.", hint or f"Kinds are: {kinds}.")
+            return
+        location = self.src.location(keyword.line, keyword.col)
+        words = rest[1:]
+        batch = DEFAULT_BACKFILL_BATCH
+        if words and words[-1].text.startswith("batch="):
+            batch_word = words.pop()
+            parsed = self._batch(batch_word)
+            if parsed is None:
+                return
+            batch = parsed
+        if kind is PartitionKind.STATIC:
+            values = self._static_values(kind_word, raw, words)
+            if values:
+                self.partitions = PartitionSpec(kind, values=values, batch_size=batch, location=location)
+        elif kind is PartitionKind.DYNAMIC:
+            if len(words) != 1 or not is_identifier(words[0].text):
+                word = words[1] if len(words) > 1 else (words[0] if words else kind_word)
+                self.error(
+                    word,
+                    "'partitioned dynamic' needs one name.",
+                    "Write '-- partitioned dynamic <name>' with letters, digits and '_'.",
+                )
+                return
+            self.partitions = PartitionSpec(kind, name=words[0].text, batch_size=batch, location=location)
+        else:
+            self._time_window(keyword, kind, words, batch, location)
+
+    def _batch(self, word: Word) -> Optional[int]:
+        text = word.text[len("batch=") :]
+        if not text.isdigit() or not 1 <= int(text) <= MAX_BACKFILL_BATCH:
+            self.error(
+                word,
+                f"batch= must be a whole number from 1 to {MAX_BACKFILL_BATCH}, got '{text}'.",
+                f"It is how many partitions one backfill run writes in one commit (default {DEFAULT_BACKFILL_BATCH}).",
+            )
+            return None
+        return int(text)
+
+    def _static_values(self, kind_word: Word, raw: str, words: list[Word]) -> tuple[str, ...]:
+        if not words:
+            self.error(kind_word, "'partitioned static' needs partition keys.", "Write '-- partitioned static a,b,c'.")
+            return ()
+        first = words[0]
+        text = raw[first.col - 1 : words[-1].col - 1 + len(words[-1].text)]
+        values: list[str] = []
+        for item in _comma_items(text, first):
+            if not item.text:
+                self.error(item, "empty partition key in the list.", "Write '-- partitioned static a,b,c'.", span=1)
+            elif "..." in item.text or "|" in item.text or "[" in item.text or "]" in item.text:
+                self.error(
+                    item,
+                    f"partition key '{item.text}' contains '...', '|', '[' or ']'.",
+                    "Dagster reserves them (ranges and multi-partition keys); choose another key.",
+                )
+            elif item.text in values:
+                self.error(item, f"partition key '{item.text}' is listed twice.", "Remove the repeated key.")
+            else:
+                values.append(item.text)
+        return tuple(values) if len(values) == len(_comma_items(text, first)) else ()
+
+    def _time_window(
+        self, keyword: Word, kind: PartitionKind, words: list[Word], batch: int, location: Any
+    ) -> None:
+        options: dict[str, Word] = {}
+        for word in words:
+            name = _option_name(word.text)
+            if name not in TIME_WINDOW_OPTIONS:
+                hint = did_you_mean(name, TIME_WINDOW_OPTIONS).strip()
+                self.error(word, f"unknown option '{word.text}'.", hint or f"Write '{PARTITIONED_FORM}'.")
+                return
+            if name in options or name == "batch=":
+                self.error(word, f"option '{name}' is given twice or out of place.", "Put each option once; 'batch=' last.")
+                return
+            options[name] = word
+        if "start=" not in options:
+            self.error(
+                keyword,
+                f"'partitioned {kind.value}' needs start=.",
+                "Add the first partition's date, e.g. 'start=2024-01-01'.",
+                span=len("partitioned"),
+            )
+            return
+        start = self._datetime_option(options["start="])
+        end = self._datetime_option(options["end="]) if "end=" in options else None
+        tz = options["tz="].text[len("tz=") :] if "tz=" in options else None
+        if tz is not None and not _is_timezone(tz):
+            self.error(options["tz="], f"unknown time zone '{tz}'.", "Use an IANA name, e.g. 'tz=Europe/Berlin' or 'tz=UTC'.")
+            return
+        if start is None or ("end=" in options and end is None):
+            return
+        if end is not None and end <= start:
+            self.error(options["end="], "end= must be after start=.", "end= is exclusive: the first instant not covered.")
+            return
+        self.partitions = PartitionSpec(
+            kind,
+            start=options["start="].text[len("start=") :],
+            end=options["end="].text[len("end=") :] if end is not None else None,
+            timezone=tz,
+            batch_size=batch,
+            location=location,
+        )
+
+    def _datetime_option(self, word: Word) -> Optional[dt.datetime]:
+        name, _, text = word.text.partition("=")
+        try:
+            return parse_partition_datetime(text)
+        except ValueError:
+            self.error(
+                word,
+                f"{name}= '{text}' is not a date.",
+                f"Write {name}=YYYY-MM-DD, or {name}=YYYY-MM-DDTHH:MM for an hour.",
+            )
+            return None
+
     def _uri(self, word: Word, *, target: bool) -> Optional[TableUri]:
         text = word.text
         if not text.startswith(URI_SCHEME):
@@ -513,9 +664,12 @@ class _HeaderParser:
             self.error(keyword, "'-- on' needs a table URI.", "Write '-- on delta://<schema>/<table>'.")
             return
         uri = self._uri(rest[0], target=False)
+        window = None
         for word in rest[1:]:
-            if word.text.startswith("window="):
-                self._later_option(word, "window=")
+            if word.text.startswith("window=") and window is None:
+                window = self._window(word)
+                if window is None:
+                    return
             else:
                 hint = did_you_mean(_option_name(word.text), ["window="]).strip()
                 self.error(
@@ -529,7 +683,16 @@ class _HeaderParser:
             self.error(rest[0], message, "Remove the repeated line.")
             return
         location = self.src.location(rest[0].line, rest[0].col)
-        self.upstreams[uri] = UpstreamSpec(uri, declared=True, location=location)
+        self.upstreams[uri] = UpstreamSpec(uri, declared=True, window=window, location=location)
+
+    def _window(self, word: Word) -> Optional[WindowSpec]:
+        text = word.text[len("window=") :]
+        match = re.fullmatch(r"(\d+)([a-z]+)", text)
+        if match is None or match.group(2) not in WINDOW_UNITS or int(match.group(1)) < 1:
+            units = ", ".join(f"{u} ({k.value})" for u, k in WINDOW_UNITS.items())
+            self.error(word, f"window '{text}' is not <count><unit>.", f"Write e.g. 'window=7d'; units: {units}.")
+            return None
+        return WindowSpec(int(match.group(1)), WINDOW_UNITS[match.group(2)])
 
     def _argument(self, keyword: Word, raw: str) -> None:
         name_match = re.compile(r"[^\s(=]*").match(raw, keyword.col)  # just past '$'
@@ -675,6 +838,28 @@ class _HeaderParser:
                 self.error(item, f"kind '{item.text}' is listed twice.", "Remove the repeated kind.")
             else:
                 self.kinds[item.text] = item
+
+
+def parse_partition_datetime(text: str) -> dt.datetime:
+    """``2024-01-31`` or ``2024-01-31T06:00`` -> a naive datetime (ValueError otherwise).
+
+    Example:
+        >>> parse_partition_datetime("2024-01-31"), parse_partition_datetime("2024-01-31T06:00")
+        (datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 1, 31, 6, 0))
+    """
+    if not _DATE_RE.match(text) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?", text):
+        raise ValueError(text)
+    return dt.datetime.fromisoformat(text)
+
+
+def _is_timezone(name: str) -> bool:
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def _option_name(text: str) -> str:

@@ -7,6 +7,7 @@ import dagster as dg
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.lake import ensure_schema, register_table
 from assetlake_dagster.materialization import materialization_metadata
+from assetlake_dagster.partitions import backfill_policy, run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
 from assetlake_dagster.sql_runner import (
@@ -14,6 +15,7 @@ from assetlake_dagster.sql_runner import (
     bind_arguments,
     resolve_upstreams,
     run_sql_file,
+    run_sql_slices,
 )
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.writes import WriteResult
@@ -47,6 +49,8 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         deps=list(asset_spec.deps),
         required_resource_keys={SPARK_RESOURCE_KEY},
         config_schema=argument_config_schema(spec.arguments),
+        partitions_def=asset_spec.partitions_def,
+        backfill_policy=backfill_policy(spec.partitions) if spec.partitions else None,
     )
     def _sql_asset(context: dg.AssetExecutionContext):
         resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
@@ -55,9 +59,13 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         upstream_versions = resolve_upstreams(spark, lake, spec)
         args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
         context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
+        slices = run_slices(context) if spec.partitions else []
+        if slices:
+            keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
+            context.log.info(f"partitions: {keys}")
         if not managed:
-            return _run_manual(context, resource, spec, args, upstream_versions)
-        df = run_sql_file(spark, spec, args)
+            return _run_manual(context, resource, spec, args, upstream_versions, slices)
+        df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
         return dg.Output(
             df,
             output_name=output_name,
@@ -73,12 +81,14 @@ def _run_manual(
     spec: SqlAssetSpec,
     args: dict[str, Any],
     upstream_versions: dict[str, Any],
+    slices: list,
 ) -> dg.MaterializeResult:
     spark, lake = resource.get_session(), resource.lake
     ensure_schema(spark, lake, spec.uri.schema)
     if lake.table_exists(spark, spec.uri):
         register_table(spark, lake, spec.uri)
-    run_sql_file(spark, spec, args)
+    for bindings in [s.bindings() for s in slices] or [{}]:
+        run_sql_file(spark, spec, {**args, **bindings})
     metadata: dict[str, Any] = {UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)}
     if lake.table_exists(spark, spec.uri):
         register_table(spark, lake, spec.uri)

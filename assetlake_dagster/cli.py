@@ -4,10 +4,13 @@ Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMA
 (handler returning the exit code), so adding one touches exactly those two places::
 
     assetlake validate pipelines/
-    assetlake plan pipelines/customers.sql
+    assetlake plan pipelines/customers.sql [--partition 2024-01-01]
+    assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing]
+    assetlake restore delta://staging/orders --version 3
 """
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Optional
@@ -41,10 +44,65 @@ def _plan(args: argparse.Namespace) -> int:
         print(ProjectError(problems), file=sys.stderr)
         return 1
     try:
-        print(render_plan(spec, Lake(args.lake_root or default_lake_root())))
+        print(render_plan(spec, Lake(args.lake_root or default_lake_root()), partition=args.partition))
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
+    return 0
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from assetlake_dagster.backfill import run_backfill
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+
+    project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
+    try:
+        defs = build_definitions(project_dir, lake_root=args.lake_root)
+        key = dg.AssetKey.from_user_string(args.asset)
+        if key not in defs.resolve_asset_graph().get_all_asset_keys():
+            raise AssetlakeError(f"no asset {args.asset} in the project. Name it as <schema>/<table>.")
+        with _instance() as instance:
+            report = run_backfill(
+                defs, key, args.start, args.end, instance=instance, missing_only=args.missing, batch_size=args.batch
+            )
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(f"{len(report.succeeded)} runs succeeded, {len(report.failed)} failed")
+    return 0 if report.ok else 1
+
+
+def _instance():
+    import dagster as dg
+
+    if os.environ.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    print("DAGSTER_HOME is not set: the runs are not recorded for the UI.", file=sys.stderr)
+    return dg.DagsterInstance.ephemeral()
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from assetlake_dagster.lake import Lake, default_lake_root
+    from assetlake_dagster.restore import restore_table
+    from assetlake_dagster.spark_session import build_spark_session
+    from assetlake_dagster.spec import TableUri
+
+    try:
+        uri = TableUri.parse(args.table)
+    except ValueError as err:
+        print(f"{args.table}: {err}", file=sys.stderr)
+        return 1
+    lake = Lake(args.lake_root or default_lake_root())
+    spark = build_spark_session()
+    try:
+        version = restore_table(spark, lake, uri, args.version)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(f"{uri} restored to its version {args.version} as new version {version}")
     return 0
 
 
@@ -52,6 +110,8 @@ def _plan(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": _validate,
     "plan": _plan,
+    "backfill": _backfill,
+    "restore": _restore,
 }
 
 
@@ -76,6 +136,29 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--lake-root", default=None, help="lake root for the target path (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)"
     )
+    plan.add_argument("--partition", default=None, help="show the write of this partition key")
+    backfill = commands.add_parser(
+        "backfill",
+        help="materialize a partition range of one asset, in batches (one run and one commit each)",
+        description="Run ASSET's partitions from --from to --to (inclusive) in batches of the asset's "
+        "batch= size, one Dagster run and one Delta commit per batch, recorded in $DAGSTER_HOME. A failed "
+        "batch does not stop the others. Exit 1 if any batch failed.",
+    )
+    backfill.add_argument("asset", metavar="ASSET", help="the asset key as <schema>/<table>")
+    backfill.add_argument("--from", dest="start", default=None, help="first partition key (default: the first)")
+    backfill.add_argument("--to", dest="end", default=None, help="last partition key, inclusive (default: the last)")
+    backfill.add_argument("--missing", action="store_true", help="only partitions without a materialization")
+    backfill.add_argument("--batch", type=int, default=None, help="partitions per run (default: the asset's batch=)")
+    backfill.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
+    backfill.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    restore = commands.add_parser(
+        "restore",
+        help="restore a table to an earlier Delta version (a new commit; history is kept)",
+        description="Run Delta's RESTORE on TABLE: its content becomes that of --version, as a new version.",
+    )
+    restore.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
+    restore.add_argument("--version", type=int, required=True, help="the Delta version to restore")
+    restore.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     return parser
 
 

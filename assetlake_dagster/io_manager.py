@@ -20,10 +20,14 @@ from assetlake_dagster.lake import Lake, register_current_view, register_table
 from assetlake_dagster.materialization import (
     json_metadata_value,
     materialization_metadata,
+    partition_row_counts,
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
+from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster.writes.retry import write_with_retries
+from assetlake_dagster.writes.slices import describe_slice
 
 WRITE_METADATA_KEY = "assetlake/write"
 #: Input metadata key for time travel: read the upstream table as of this Delta version.
@@ -136,16 +140,28 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         session = self.spark.get_session()
         uri = table_uri_for(context.asset_key)
         strategy, key, track, close_deletes = _write_spec(context.definition_metadata)
+        partitions = tuple(context.asset_partition_keys) if context.has_asset_partitions else ()
+        if context.has_asset_partitions and not partitions:
+            # Fail closed: a partitioned write without keys must never become a whole-table one.
+            raise ConfigError(f"{uri}: the run names no partition keys; nothing was written.")
+        if partitions and strategy is WriteStrategy.HISTORY:
+            raise ConfigError(
+                f"{uri}: SCD2 history is whole-table only; remove the partitions or use replace/merge/append."
+            )
         target = WriteTarget(
             uri=uri,
             path=self.lake.table_path(uri),
             strategy=strategy,
-            stamp=_stamp(context, uri),
+            stamp=_stamp(context, uri, partitions),
             key=key,
             track=track,
             close_deletes=close_deletes,
+            partitions=partitions,
         )
-        result = strategy_for(strategy).write(session, to_spark(session, obj), target)
+        df = to_spark(session, obj)
+        if partitions:
+            df = with_partition_column(session, df, partitions, uri)
+        result = write_with_retries(strategy_for(strategy), session, df, target, context.log)
         register_table(session, self.lake, uri)
         if strategy is WriteStrategy.HISTORY:
             # Kept in step with every run, committed or not, so later steps can read it.
@@ -155,8 +171,17 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             + (f"Delta version {result.version}" if result.committed else "no change, no new version")
         )
         context.add_output_metadata(
-            materialization_metadata(session, uri, target.path, strategy.value, result)
+            materialization_metadata(session, uri, target.path, strategy.value, result, partitions)
         )
+        if len(partitions) > 1:
+            # Each partition of a batch gets its own row count on its materialization.
+            step_context = context.step_context
+            for partition, count in partition_row_counts(session, target.path, result, partitions).items():
+                step_context.add_asset_metadata(
+                    {"dagster/row_count": dg.MetadataValue.int(count)},
+                    asset_key=context.asset_key,
+                    partition_key=partition,
+                )
 
     def load_input(self, context: dg.InputContext) -> Any:
         session = self.spark.get_session()
@@ -180,8 +205,25 @@ def _write_spec(metadata: Any) -> tuple[WriteStrategy, tuple[str, ...], tuple[st
     )
 
 
-def _stamp(context: dg.OutputContext, uri: TableUri) -> CommitStamp:
-    partition = context.partition_key if context.has_partition_key else None
+def with_partition_column(spark: SparkSession, df: DataFrame, keys: Sequence[str], uri: TableUri) -> DataFrame:
+    """The rows with the managed ``_partition`` column: the run's key (bound, not spliced).
+
+    Rows that already carry ``_partition`` (a SQL asset's batch, or a Python asset
+    writing several partitions) keep it; the write checks it stays inside the slice.
+    """
+    if PARTITION_COLUMN in df.columns:
+        return df
+    if len(keys) > 1:
+        raise ConfigError(
+            f"{uri}: this run writes {len(keys)} partitions ({describe_slice(keys)}), so each row "
+            f"needs a {PARTITION_COLUMN} column naming its partition key. Add it to the returned "
+            "DataFrame, or run one partition per run."
+        )
+    return with_partition_key(spark, df, keys[0])
+
+
+def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] = ()) -> CommitStamp:
+    partition = describe_slice(partitions)
     try:
         step_context = context.step_context
     except Exception:  # a bare build_output_context() in tests has no step context

@@ -1,6 +1,7 @@
 """The metadata each materialization records: Delta version, metrics, schema, preview."""
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
@@ -8,8 +9,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_sql import read
+from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.writes import WriteResult
+from assetlake_dagster.writes.slices import partition_predicate
 
 PREVIEW_ROWS = 10
 
@@ -49,13 +52,17 @@ def materialization_metadata(
     path: str,
     strategy: str,
     result: WriteResult,
+    partitions: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
     The row count comes from Delta's file statistics (``count()`` on a Delta snapshot is
-    answered from the log), so it costs no data scan.
+    answered from the log), so it costs no data scan. For a partitioned table, the row
+    count and preview are those of the slice written (``partitions``).
     """
     table = read(spark, path, result.version)
+    if partitions:
+        table = table.where(partition_predicate(partitions))
     metadata: dict[str, Any] = {
         "dagster/uri": dg.MetadataValue.path(path),
         "dagster/table_name": uri.sql_name,
@@ -71,6 +78,15 @@ def materialization_metadata(
         "assetlake/preview": dg.MetadataValue.md(markdown_preview(table)),
     }
     return {k: v for k, v in metadata.items() if v is not None}
+
+
+def partition_row_counts(
+    spark: SparkSession, path: str, result: WriteResult, partitions: Sequence[str]
+) -> dict[str, int]:
+    """Rows per partition of the slice, as of the version written (0 for empty ones)."""
+    table = read(spark, path, result.version).where(partition_predicate(partitions))
+    counts = {r[PARTITION_COLUMN]: int(r["count"]) for r in table.groupBy(PARTITION_COLUMN).count().collect()}
+    return {key: counts.get(key, 0) for key in partitions}
 
 
 def json_metadata_value(value: Any) -> Any:

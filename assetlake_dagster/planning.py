@@ -1,14 +1,16 @@
 """``assetlake plan``: what a file would run and write, without Spark or any write."""
 
 import textwrap
+from typing import Optional
 
-from assetlake_dagster.errors import display_path
+from assetlake_dagster.errors import ConfigError, display_path
 from assetlake_dagster.lake import Lake
-from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
+from assetlake_dagster.partitions import partitions_definition
+from assetlake_dagster.spec import PartitionKind, SqlAssetSpec, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 
 
-def render_plan(spec: SqlAssetSpec, lake: Lake) -> str:
+def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None) -> str:
     """A readable plan of one file's materialization.
 
     Example:
@@ -26,6 +28,13 @@ def render_plan(spec: SqlAssetSpec, lake: Lake) -> str:
         f"strategy    {_describe_strategy(spec)}",
         "upstreams   " + (", ".join(str(u.uri) for u in spec.upstreams) or "none"),
     ]
+    if spec.partitions is not None:
+        lines.append(f"partitions  {_describe_partitions(spec)}")
+        if partition is None:
+            partition = _example_partition(spec)
+        lines.append(f"partition   {partition!r} (bound as :partition; pass --partition to choose)")
+    elif partition is not None:
+        raise ConfigError(f"{display_path(spec.path)} is not partitioned; drop --partition.")
     if spec.arguments:
         lines.append("arguments   " + ", ".join(
             f":{a.name} ({a.type.value})" + (f" = {a.default!r}" if a.has_default else ", required")
@@ -47,6 +56,7 @@ def render_plan(spec: SqlAssetSpec, lake: Lake) -> str:
             key=spec.materialize.key,
             track=spec.materialize.track,
             close_deletes=spec.materialize.close_deletes,
+            partitions=(partition,) if partition is not None else (),
         )
         plan = strategy_for(strategy).plan(target, spec.output_columns)
         lines += [f"Delta operation: {plan.operation}", textwrap.indent(plan.statement, "  ")]
@@ -54,6 +64,26 @@ def render_plan(spec: SqlAssetSpec, lake: Lake) -> str:
             lines.append(f"predicate: {plan.predicate}")
     lines.append("(plan only: nothing was run or written)")
     return "\n".join(lines)
+
+
+def _describe_partitions(spec: SqlAssetSpec) -> str:
+    p = spec.partitions
+    if p.kind is PartitionKind.STATIC:
+        text = "static " + ", ".join(repr(v) for v in p.values)
+    elif p.kind is PartitionKind.DYNAMIC:
+        text = f"dynamic {p.name}"
+    else:
+        text = f"{p.kind.value} from {p.start}" + (f" to {p.end}" if p.end else "") + f" ({p.timezone or 'UTC'})"
+    return f"{text}; backfills write {p.batch_size} partitions per run and commit"
+
+
+def _example_partition(spec: SqlAssetSpec) -> str:
+    p = spec.partitions
+    if p.kind is PartitionKind.STATIC:
+        return p.values[0]
+    if p.kind is PartitionKind.DYNAMIC:
+        return "<partition key>"
+    return partitions_definition(p).get_first_partition_key() or p.start
 
 
 def _describe_strategy(spec: SqlAssetSpec) -> str:

@@ -11,7 +11,7 @@ import hashlib
 import os
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from assetlake_dagster.annotations import Header, parse_header
 from assetlake_dagster.errors import (
@@ -24,7 +24,9 @@ from assetlake_dagster.errors import (
     display_path,
 )
 from assetlake_dagster.spec import (
+    PARTITION_PARAMETERS,
     RESERVED_COLUMNS,
+    TIME_WINDOW_PARAMETERS,
     RESERVED_TABLE_SUFFIX,
     SqlAssetSpec,
     TableUri,
@@ -32,7 +34,7 @@ from assetlake_dagster.spec import (
     WriteStrategy,
     is_identifier,
 )
-from assetlake_dagster.sql_analysis import SqlAnalysis, analyze_sql
+from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis, analyze_sql
 
 _TableKey = tuple[str, str]
 
@@ -168,6 +170,7 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         output_columns=(
             tuple(c.name for c in analysis.output_columns) if analysis.output_columns is not None else None
         ),
+        partitions=header.partitions,
         group=header.group,
         owners=header.owners,
         tags=header.tags,
@@ -190,8 +193,18 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
     def error(location: SourceLocation, message: str, hint: str, span: int) -> None:
         diagnostics.append(src.diagnostic(location.line, location.col, message, hint, span=span))
 
+    for argument in header.arguments:
+        if argument.name in PARTITION_PARAMETERS:
+            error(
+                argument.location,
+                f"argument '${argument.name}' is reserved.",
+                f"assetlake binds :{argument.name} to the partition being written; choose another name.",
+                len(argument.name) + 1,
+            )
     for marker in analysis.parameters:
-        if marker.name not in header.argument_names:
+        if marker.name in PARTITION_PARAMETERS and marker.name not in header.argument_names:
+            _check_partition_marker(header, marker, error)
+        elif marker.name not in header.argument_names:
             hint = did_you_mean(marker.name, sorted(header.argument_names)).replace("'", "':", 1).strip()
             error(
                 marker.location,
@@ -241,6 +254,26 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
     return diagnostics
 
 
+def _check_partition_marker(header: Header, marker: ColumnRef, error: Callable[..., None]) -> None:
+    """``{partition}`` needs a ``-- partitioned`` line; start/end need time windows."""
+    placeholder = "{" + marker.name + "}"
+    if header.partitions is None:
+        if header.partitioned_line is None:  # a bad partitioned line is reported already
+            error(
+                marker.location,
+                f"'{placeholder}' needs a '-- partitioned' annotation.",
+                "Declare the partitions, e.g. '-- partitioned daily start=2024-01-01'.",
+                marker.span,
+            )
+    elif marker.name in TIME_WINDOW_PARAMETERS and not header.partitions.kind.is_time_window:
+        error(
+            marker.location,
+            f"'{placeholder}' needs time-window partitions, not {header.partitions.kind.value}.",
+            "Use '{partition}' (the key), or partition by hourly/daily/weekly/monthly.",
+            marker.span,
+        )
+
+
 def _merge_upstreams(header: Header, analysis: SqlAnalysis) -> tuple[UpstreamSpec, ...]:
     """Declared and inferred upstreams, deduplicated (declared wins), without the target."""
     merged: dict[_TableKey, UpstreamSpec] = {}
@@ -286,8 +319,43 @@ def _cross_check(
         for upstream in spec.upstreams:
             canonical.setdefault(_key(upstream.uri), upstream.uri)
     specs = [_canonical_upstreams(spec, canonical) for spec in specs]
+    diagnostics.extend(_windows(specs, sources, {k: g[0] for k, g in producers.items()}))
     diagnostics.extend(_cycles(specs, sources))
     return specs, diagnostics
+
+
+def _windows(
+    specs: list[SqlAssetSpec], sources: dict[str, SourceText], producers: dict[_TableKey, SqlAssetSpec]
+) -> list[Diagnostic]:
+    """``window=`` needs this file and the upstream partitioned by the window's unit."""
+    diagnostics = []
+    for spec in specs:
+        for upstream in spec.upstreams:
+            if upstream.window is None:
+                continue
+            kind = upstream.window.kind.value
+            ours = spec.partitions.kind if spec.partitions else None
+            producer = producers.get(_key(upstream.uri))
+            theirs = producer.partitions.kind if producer and producer.partitions else None
+            problem = None
+            if ours is not upstream.window.kind:
+                problem = (
+                    f"window={upstream.window.text} needs this file partitioned {kind}.",
+                    f"Add '-- partitioned {kind} start=…', or use a window in this file's unit.",
+                )
+            elif producer is not None and theirs is not upstream.window.kind:
+                problem = (
+                    f"window={upstream.window.text} needs {upstream.uri} partitioned {kind}.",
+                    f"{_where(producer.materialize.location)} is "
+                    + (f"partitioned {theirs.value}" if theirs else "not partitioned")
+                    + "; drop window= to read all of it.",
+                )
+            if problem:
+                location = upstream.location
+                diagnostics.append(
+                    sources[spec.path].diagnostic(location.line, location.col, *problem, span=len(str(upstream.uri)))
+                )
+    return diagnostics
 
 
 def _canonical_upstreams(spec: SqlAssetSpec, canonical: dict[_TableKey, TableUri]) -> SqlAssetSpec:

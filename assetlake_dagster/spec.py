@@ -54,6 +54,36 @@ class WriteStrategy(str, Enum):
     MANUAL = "manual"
 
 
+class PartitionKind(str, Enum):
+    """The kinds of ``-- partitioned`` line."""
+
+    HOURLY = "hourly"
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+    STATIC = "static"
+    DYNAMIC = "dynamic"
+
+    @property
+    def is_time_window(self) -> bool:
+        return self not in (PartitionKind.STATIC, PartitionKind.DYNAMIC)
+
+
+#: Parameter markers a partitioned file's SQL may use; ``{partition}`` and friends become these.
+PARTITION_PARAMETERS = ("partition", "partition_start", "partition_end")
+#: The markers only time-window partitions can bind.
+TIME_WINDOW_PARAMETERS = ("partition_start", "partition_end")
+#: How many partitions a backfill writes per run (and per Delta commit) unless ``batch=`` says.
+DEFAULT_BACKFILL_BATCH = 31
+#: ``window=<n><unit>`` units and the time-window kind each one counts in.
+WINDOW_UNITS = {
+    "h": PartitionKind.HOURLY,
+    "d": PartitionKind.DAILY,
+    "w": PartitionKind.WEEKLY,
+    "mo": PartitionKind.MONTHLY,
+}
+
+
 class ArgumentType(str, Enum):
     """Types a ``-- $name (type)`` SQL argument may declare."""
 
@@ -126,11 +156,60 @@ class MaterializeSpec:
 
 
 @dataclass(frozen=True)
+class PartitionSpec:
+    """The ``-- partitioned`` line: how the table is sliced.
+
+    Attributes:
+        kind: hourly, daily, weekly, monthly (time windows), static or dynamic.
+        start: time windows: the first partition's start, as written (``2024-01-01`` or
+            ``2024-01-01 06:00``).
+        end: time windows: the exclusive end, as written (default: open, up to now).
+        timezone: time windows: the IANA time zone of the windows (default UTC).
+        values: static: the partition keys, in order.
+        name: dynamic: the name of the Dagster dynamic partitions set.
+        batch_size: how many partitions one backfill run writes, in one Delta commit.
+    """
+
+    kind: PartitionKind
+    start: Optional[str] = None
+    end: Optional[str] = None
+    timezone: Optional[str] = None
+    values: tuple[str, ...] = ()
+    name: Optional[str] = None
+    batch_size: int = DEFAULT_BACKFILL_BATCH
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """``window=<count><unit>`` on an ``-- on`` line: the trailing upstream partitions.
+
+    Example:
+        >>> WindowSpec(7, PartitionKind.DAILY).text
+        '7d'
+    """
+
+    count: int
+    kind: PartitionKind
+
+    @property
+    def text(self) -> str:
+        unit = next(u for u, k in WINDOW_UNITS.items() if k is self.kind)
+        return f"{self.count}{unit}"
+
+
+@dataclass(frozen=True)
 class UpstreamSpec:
-    """A declared (``-- on``) or inferred upstream table."""
+    """A declared (``-- on``) or inferred upstream table.
+
+    Attributes:
+        window: ``window=`` on the ``-- on`` line: each partition reads this many
+            upstream partitions ending at its own.
+    """
 
     uri: TableUri
     declared: bool = True
+    window: Optional[WindowSpec] = None
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
 
@@ -167,6 +246,7 @@ class SqlAssetSpec:
         setup: setup statements run before the SELECT (``SET``, ``CREATE TEMP VIEW``...).
         select: the trailing SELECT (for ``manual``: the last statement, any kind).
         output_columns: columns the SELECT projects, when they can be known statically.
+        partitions: the ``-- partitioned`` line, or ``None`` for a whole-table asset.
         code_version: sha256 of the file contents.
     """
 
@@ -177,6 +257,7 @@ class SqlAssetSpec:
     setup: tuple[SqlStatement, ...] = ()
     select: Optional[SqlStatement] = None
     output_columns: Optional[tuple[str, ...]] = None
+    partitions: Optional[PartitionSpec] = None
     group: Optional[str] = None
     owners: tuple[str, ...] = ()
     tags: tuple[tuple[str, str], ...] = ()

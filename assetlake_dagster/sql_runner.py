@@ -6,7 +6,8 @@ markers (``spark.sql(query, args={...})``).
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import reduce
 from typing import Any, Optional
 
 import dagster as dg
@@ -15,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.annotations import convert_value
 from assetlake_dagster.errors import AssetlakeError, display_path
+from assetlake_dagster.partitions import PartitionSlice, with_partition_key
 from assetlake_dagster.lake import Lake, is_history_table, register_current_view, register_table
 from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
@@ -128,6 +130,24 @@ def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, a
             f"{display_path(spec.path)}:{stmt.line}: Spark rejected the statement: {exc}",
             allow_retries=False,
         ) from exc
+
+
+def run_sql_slices(
+    spark: SparkSession, spec: SqlAssetSpec, args: Mapping[str, Any], slices: Sequence[PartitionSlice]
+) -> DataFrame:
+    """The SELECT for each partition of the run, its key bound as ``:partition``.
+
+    One partition: its rows (the IO manager adds ``_partition``). A backfill batch: each
+    partition's rows with ``_partition`` set to its key, as one union, so the batch is
+    one Spark job and one Delta commit.
+    """
+    if len(slices) == 1:
+        return run_sql_file(spark, spec, {**args, **slices[0].bindings()})
+    parts = []
+    for piece in slices:
+        rows = run_sql_file(spark, spec, {**args, **piece.bindings()})
+        parts.append(with_partition_key(spark, rows, piece.key))
+    return reduce(DataFrame.unionByName, parts)
 
 
 def run_sql_file(spark: SparkSession, spec: SqlAssetSpec, args: Mapping[str, Any]) -> Optional[DataFrame]:

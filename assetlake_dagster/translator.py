@@ -11,6 +11,7 @@ from typing import Any, Optional
 import dagster as dg
 
 from assetlake_dagster.errors import display_path
+from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
 
 WRITE_METADATA_KEY = "assetlake/write"
@@ -56,8 +57,16 @@ class AssetlakeTranslator:
         """The file's content hash, so the UI marks downstream assets stale on edits."""
         return spec.code_version
 
-    def get_deps(self, spec: SqlAssetSpec) -> list[dg.AssetKey]:
-        return [dg.AssetKey(u.uri.asset_key_path) for u in spec.upstreams]
+    def get_deps(self, spec: SqlAssetSpec) -> list[dg.AssetDep]:
+        """Upstream tables; ``window=`` upstreams carry their partition mapping."""
+        return [
+            dg.AssetDep(dg.AssetKey(u.uri.asset_key_path), partition_mapping=partition_mapping(u))
+            for u in spec.upstreams
+        ]
+
+    def get_partitions_def(self, spec: SqlAssetSpec) -> Optional[dg.PartitionsDefinition]:
+        """The ``-- partitioned`` line as a Dagster partitions definition."""
+        return partitions_definition(spec.partitions) if spec.partitions else None
 
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
         line = spec.materialize.location.line if spec.materialize.location else 1
@@ -97,6 +106,7 @@ class AssetlakeTranslator:
             owners=self.get_owners(spec),
             tags=self.get_tags(spec),
             kinds=self.get_kinds(spec),
+            partitions_def=self.get_partitions_def(spec),
         )
 
     def get_external_asset_spec(self, uri: TableUri, referenced_by: Optional[list[str]] = None) -> dg.AssetSpec:

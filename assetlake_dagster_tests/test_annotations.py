@@ -309,11 +309,6 @@ INVALID = [
     ),
     # -- later issues: recognised, refused
     pytest.param(
-        M + "-- partitioned daily start=2024-01-01\n",
-        "f.sql:2:4: partitioned is not supported yet. Remove the line; it arrives with partitions support.",
-        id="partitioned",
-    ),
-    pytest.param(
         M + "-- data_test not_null id\n",
         "f.sql:2:4: data_test is not supported yet. Remove the line; it arrives with data tests support.",
         id="data_test",
@@ -403,11 +398,6 @@ INVALID = [
         "-- materialize scd2 delta://a/t key=id history\n",
         "f.sql:1:40: 'history' repeats 'scd2'. Keep one of them.",
         id="scd2-and-history",
-    ),
-    pytest.param(
-        M + "-- on delta://raw/o window=7d\n",
-        "f.sql:2:21: window= is not supported yet. Remove 'window=7d'; it arrives with partitions support.",
-        id="on-window",
     ),
     # -- unknown keywords
     pytest.param(M + "-- kind silver\n", "f.sql:2:4: unknown annotation 'kind'. Did you mean 'kinds'?", id="kind"),
@@ -611,7 +601,6 @@ def test_every_problem_of_a_header_is_reported():
 def test_history_with_partitioned_names_the_conflict():
     text = "-- materialize delta://a/t key=id history\n-- partitioned daily start=2024-01-01\n"
     assert _first_lines(text) == [
-        "f.sql:2:4: partitioned is not supported yet. Remove the line; it arrives with partitions support.",
         "f.sql:2:4: 'history' cannot be combined with 'partitioned'. SCD2 history is whole-table only; "
         "remove '-- partitioned daily start=2024-01-01' or drop 'history'.",
     ]

@@ -1,4 +1,4 @@
-"""Append: insert-only, for immutable event logs.
+"""Append: insert-only, for immutable event logs (to the slice's partitions, if partitioned).
 
 A retry of the same run must not add the rows twice: the write carries Delta's
 ``txnAppId``/``txnVersion`` pair, and Delta skips a transaction it has already applied.
@@ -16,9 +16,11 @@ from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
     check_columns,
+    check_rows_in_slice,
     check_schema_compatible,
     delta_columns,
 )
+from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
@@ -47,6 +49,8 @@ class AppendWrite(WriteStrategyBase):
 
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         check_columns(self, target, df.columns)
+        if target.partitioned:
+            check_rows_in_slice(self, df, target)
         existing = delta_columns(spark, target.path)
         new_columns = (
             check_schema_compatible(self, target, df.columns, existing) if existing else []
@@ -61,6 +65,8 @@ class AppendWrite(WriteStrategyBase):
         )
         if new_columns:
             writer = writer.option("mergeSchema", "true")
+        if target.partitioned:
+            writer = writer.partitionBy(PARTITION_COLUMN)
         writer.save(target.path)
         result = result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         # Delta skipped the write if this app id was applied before: the stamped commit

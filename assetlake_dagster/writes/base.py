@@ -9,8 +9,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.errors import WriteError
+from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster.spec import RESERVED_COLUMNS, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
+from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,17 @@ class WriteStrategyBase(ABC):
 def check_columns(strategy: WriteStrategyBase, target: WriteTarget, columns: Sequence[str]) -> None:
     """Reject reserved, non-identifier and duplicate column names before any write.
 
-    Delta compares names case-insensitively, so ``ID`` and ``id`` are duplicates.
+    Delta compares names case-insensitively, so ``ID`` and ``id`` are duplicates. A
+    partitioned write carries the managed ``_partition`` column (the IO manager adds it).
     """
+    if target.partitioned:
+        if PARTITION_COLUMN not in columns:
+            raise strategy.fail(
+                target,
+                f"a partitioned write needs the {PARTITION_COLUMN} column naming each row's partition.",
+                allow_retries=False,
+            )
+        columns = [c for c in columns if c != PARTITION_COLUMN]
     bad = [c for c in columns if not is_identifier(c)]
     if bad:
         raise strategy.fail(
@@ -83,6 +94,19 @@ def check_columns(strategy: WriteStrategyBase, target: WriteTarget, columns: Seq
                 allow_retries=False,
             )
         seen[column.lower()] = column
+
+
+def check_rows_in_slice(strategy: WriteStrategyBase, df: DataFrame, target: WriteTarget) -> None:
+    """Every row's ``_partition`` must be one of the slice's keys (never widen a write)."""
+    outside = df.where(f"NOT ({partition_predicate(target.partitions)}) OR {PARTITION_COLUMN} IS NULL")
+    sample = [r[PARTITION_COLUMN] for r in outside.select(PARTITION_COLUMN).limit(5).collect()]
+    if sample:
+        raise strategy.fail(
+            target,
+            f"rows name partitions outside this run's slice, e.g. {sample!r}. A run writes only "
+            f"its own partitions ({describe_slice(target.partitions)}).",
+            allow_retries=False,
+        )
 
 
 def check_schema_compatible(

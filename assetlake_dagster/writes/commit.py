@@ -6,6 +6,7 @@ version a write produced is found by that stamp in the table history, never by t
 """
 
 import json
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,7 +89,8 @@ class WriteTarget:
     """Where and how one slice is written.
 
     ``track`` and ``close_deletes`` only apply to history (see
-    :class:`~assetlake_dagster.spec.MaterializeSpec`).
+    :class:`~assetlake_dagster.spec.MaterializeSpec`). ``partitions`` are the keys of the
+    slice for a partitioned table (one, or a backfill batch); empty for a whole table.
     """
 
     uri: TableUri
@@ -98,10 +100,15 @@ class WriteTarget:
     key: tuple[str, ...] = ()
     track: tuple[str, ...] = ()
     close_deletes: bool = False
+    partitions: tuple[str, ...] = ()
 
     @property
     def asset(self) -> str:
         return self.stamp.asset
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.partitions)
 
 
 @dataclass(frozen=True)
@@ -166,11 +173,19 @@ def result_from_history(
     )
 
 
+#: Serializes stamped SQL commands: the stamp is a session-wide setting, and two threads
+#: sharing a session (concurrent partition writes) must not commit under each other's stamp.
+_STAMP_LOCK = threading.RLock()
+
+
 @contextmanager
-def stamped_session(spark: SparkSession, stamp: CommitStamp) -> Iterator[None]:
+def stamped_session(
+    spark: SparkSession, stamp: CommitStamp, settings: Optional[Mapping[str, str]] = None
+) -> Iterator[None]:
     """Stamp commits made through SQL (MERGE has no writer option).
 
-    The setting is session-wide, so it is restored right after the command.
+    The setting (and any extra per-command ``settings``) is session-wide, so the command
+    runs under a process-wide lock and the settings are restored right after it.
     """
-    with session_conf(spark, {USER_METADATA_CONF: stamp.user_metadata()}):
+    with _STAMP_LOCK, session_conf(spark, {USER_METADATA_CONF: stamp.user_metadata(), **(settings or {})}):
         yield

@@ -14,16 +14,19 @@ from typing import Optional
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 
-from assetlake_dagster.delta_sql import path_identifier, read, session_conf
+from assetlake_dagster.delta_sql import path_identifier, read
 from assetlake_dagster.errors import KeyViolationError
 from assetlake_dagster.spec import WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
     check_columns,
+    check_rows_in_slice,
     check_schema_compatible,
     delta_columns,
 )
+from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
@@ -73,6 +76,7 @@ def merge_statement(
     columns: Sequence[str],
     source: str = "changed_rows",
     update_matched_always: bool = False,
+    target_condition: Optional[str] = None,
 ) -> str:
     """The Spark SQL MERGE a merge write runs (also shown by plans and logs).
 
@@ -83,6 +87,9 @@ def merge_statement(
         source: the name of the (changed) rows to merge.
         update_matched_always: update every matched row, not only changed ones (a
             schema-evolving run cannot compare columns the target lacks yet).
+        target_condition: bounds the target rows the MERGE may read and touch (the
+            slice's ``_partition`` predicate), so that concurrent writes to other
+            partitions do not conflict.
 
     Example:
         >>> print(merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
@@ -96,7 +103,7 @@ def merge_statement(
     lines = [
         f"MERGE INTO {table} AS {TARGET_ALIAS}",
         f"USING {source} AS {SOURCE_ALIAS}",
-        f"ON {key_condition(key)}",
+        f"ON {key_condition(key)}" + (f" AND {target_condition}" if target_condition else ""),
     ]
     if non_key:
         assignments = ", ".join(
@@ -127,18 +134,21 @@ def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], 
     return nulls, dups
 
 
-def check_keys(strategy: WriteStrategyBase, staged: DataFrame, target: WriteTarget) -> None:
+def check_keys(
+    strategy: WriteStrategyBase, staged: DataFrame, target: WriteTarget, key: Optional[Sequence[str]] = None
+) -> None:
     """Fail with :class:`KeyViolationError`, naming a few, on NULL or duplicate keys."""
-    nulls, dups = find_key_violations(staged, target.key)
+    key = tuple(key or target.key)
+    nulls, dups = find_key_violations(staged, key)
     problems = []
     if nulls:
-        problems.append(f"NULL keys, e.g. {_render(nulls, target.key, counts=True)}")
+        problems.append(f"NULL keys, e.g. {_render(nulls, key, counts=True)}")
     if dups:
-        problems.append(f"duplicate keys, e.g. {_render(dups, target.key, counts=True)}")
+        problems.append(f"duplicate keys, e.g. {_render(dups, key, counts=True)}")
     if problems:
         raise KeyViolationError(
             "; ".join(problems)
-            + f". Each key ({', '.join(target.key)}) must appear once and be non-NULL; "
+            + f". Each key ({', '.join(key)}) must appear once and be non-NULL; "
             "deduplicate or filter in the SELECT. Nothing was written.",
             asset=target.asset,
             table=str(target.uri),
@@ -171,13 +181,18 @@ class MergeWrite(WriteStrategyBase):
 
     def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
         shown = list(columns) if columns else list(target.key) + ["other_columns"]
+        key = merge_key(target)
+        if target.partitioned:
+            shown = [*shown, PARTITION_COLUMN]
+        bound = _target_condition(target)
         return WritePlan(
             operation=(
                 "Delta MERGE on key (only new or changed rows; no commit when nothing changed); "
                 "the first run creates the table with one WRITE"
+                + ("; within the slice's partitions" if target.partitioned else "")
             ),
-            statement=merge_statement(path_identifier(target.path), target.key, shown),
-            predicate=key_condition(target.key),
+            statement=merge_statement(path_identifier(target.path), key, shown, target_condition=bound),
+            predicate=key_condition(key) + (f" AND {bound}" if bound else ""),
         )
 
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
@@ -193,6 +208,8 @@ class MergeWrite(WriteStrategyBase):
             )
         staged = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            if target.partitioned:
+                check_rows_in_slice(self, staged, target)
             self._check_keys(staged, target)
             existing = delta_columns(spark, target.path)
             if existing is None:
@@ -202,22 +219,25 @@ class MergeWrite(WriteStrategyBase):
             staged.unpersist()
 
     def _check_keys(self, staged: DataFrame, target: WriteTarget) -> None:
-        check_keys(self, staged, target)
+        check_keys(self, staged, target, merge_key(target))
 
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
-        (
-            staged.write.format("delta")
-            .mode("append")
-            .option("userMetadata", target.stamp.user_metadata())
-            .save(target.path)
-        )
+        writer = staged.write.format("delta").mode("append").option("userMetadata", target.stamp.user_metadata())
+        if target.partitioned:
+            writer = writer.partitionBy(PARTITION_COLUMN)
+        writer.save(target.path)
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
 
     def _merge(
         self, spark: SparkSession, staged: DataFrame, target: WriteTarget, existing: list[str]
     ) -> WriteResult:
         new_columns = check_schema_compatible(self, target, staged.columns, existing)
-        changes = staged if new_columns else changed_rows(staged, read(spark, target.path), target.key)
+        current = read(spark, target.path)
+        bound = _target_condition(target, alias=None)
+        if bound:
+            current = current.where(bound)
+        key = merge_key(target)
+        changes = staged if new_columns else changed_rows(staged, current, key)
         if changes.isEmpty():
             version = current_version(spark, target.path)
             return WriteResult(committed=False, version=version, operation=None, rows_written=0)
@@ -226,21 +246,31 @@ class MergeWrite(WriteStrategyBase):
         view = f"_assetlake_changes_{uuid.uuid4().hex}"
         statement = merge_statement(
             path_identifier(target.path),
-            target.key,
+            key,
             staged.columns,
             source=view,
             update_matched_always=bool(new_columns),
+            target_condition=_target_condition(target),
         )
         settings = {SCHEMA_EVOLUTION_CONF: "true"} if new_columns else {}
         changes.createOrReplaceTempView(view)
         try:
-            with stamped_session(spark, target.stamp), session_conf(spark, settings):
+            with stamped_session(spark, target.stamp, settings):
                 spark.sql(statement).collect()
         finally:
             spark.catalog.dropTempView(view)
         return result_from_history(
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )
+
+
+def merge_key(target: WriteTarget) -> tuple[str, ...]:
+    """The key a row is matched on: ``key=`` columns, within its partition if partitioned."""
+    return (*target.key, PARTITION_COLUMN) if target.partitioned else target.key
+
+
+def _target_condition(target: WriteTarget, alias: Optional[str] = TARGET_ALIAS) -> Optional[str]:
+    return partition_predicate(target.partitions, alias=alias) if target.partitioned else None
 
 
 def _render(rows: list[dict], key: Sequence[str], counts: bool = False) -> str:

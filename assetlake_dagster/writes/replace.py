@@ -1,21 +1,47 @@
-"""Replace: the slice becomes exactly what the SELECT returned (whole-table overwrite)."""
+"""Replace: the slice becomes exactly what the SELECT returned.
+
+A whole table is overwritten (its schema may change). A partitioned table has only its
+slice replaced, with Delta's ``replaceWhere`` on ``_partition``: one atomic commit that
+leaves other partitions' files untouched; Delta rejects any row outside the predicate.
+"""
 
 from collections.abc import Sequence
 from typing import Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster.spec import WriteStrategy
-from assetlake_dagster.writes.base import WritePlan, WriteStrategyBase, check_columns
+from assetlake_dagster.writes.base import (
+    WritePlan,
+    WriteStrategyBase,
+    check_columns,
+    check_schema_compatible,
+    delta_columns,
+)
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, result_from_history
+from assetlake_dagster.writes.slices import partition_predicate
 
 
 class ReplaceWrite(WriteStrategyBase):
-    """Overwrite the table in one commit; the schema may change between runs."""
+    """Overwrite the table, or only the slice's partitions, in one commit."""
 
     strategy = WriteStrategy.REPLACE
 
     def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
+        if target.partitioned:
+            predicate = partition_predicate(target.partitions)
+            return WritePlan(
+                operation=(
+                    "Delta WRITE (mode=Overwrite, replaceWhere on _partition, partitionBy _partition): "
+                    "one commit; other partitions untouched"
+                ),
+                statement=(
+                    "df.write.format('delta').mode('overwrite').partitionBy('_partition')"
+                    f".option('replaceWhere', \"{predicate}\").save('{target.path}')"
+                ),
+                predicate=predicate,
+            )
         return WritePlan(
             operation="Delta WRITE (mode=Overwrite, overwriteSchema=true): one commit",
             statement=(
@@ -25,6 +51,8 @@ class ReplaceWrite(WriteStrategyBase):
         )
 
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
+        if target.partitioned:
+            return self._replace_slice(spark, df, target)
         check_columns(self, target, df.columns)
         (
             df.write.format("delta")
@@ -33,4 +61,22 @@ class ReplaceWrite(WriteStrategyBase):
             .option("userMetadata", target.stamp.user_metadata())
             .save(target.path)
         )
+        return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
+
+    def _replace_slice(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
+        check_columns(self, target, df.columns)
+        existing = delta_columns(spark, target.path)
+        # replaceWhere cannot change the schema of the other partitions: only additive
+        # columns (mergeSchema) are allowed, a dropped column is an error.
+        new_columns = check_schema_compatible(self, target, df.columns, existing) if existing else []
+        writer = (
+            df.write.format("delta")
+            .mode("overwrite")
+            .partitionBy(PARTITION_COLUMN)
+            .option("replaceWhere", partition_predicate(target.partitions))
+            .option("userMetadata", target.stamp.user_metadata())
+        )
+        if new_columns:
+            writer = writer.option("mergeSchema", "true")
+        writer.save(target.path)
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))

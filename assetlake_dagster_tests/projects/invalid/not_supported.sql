@@ -1,4 +1,4 @@
 -- materialize delta://bad/not_supported
--- partitioned daily start=2024-01-01
+-- data_test not_null id
 
 SELECT id FROM raw.src
