@@ -8,4 +8,5 @@ export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.assetlake/dagster_home}"
 mkdir -p "$DAGSTER_HOME"
+[ -f "$DAGSTER_HOME/dagster.yaml" ] || cp scripts/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
 exec .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p "${PORT:-3000}" "$@"
