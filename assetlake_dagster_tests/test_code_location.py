@@ -17,6 +17,8 @@ DEMO_KEYS = {
     "raw/orders",
     "staging/orders",
     "analytics/customers",
+    "analytics/dim_customer",
+    "analytics/fct_orders",
     "analytics/customer_revenue",
     "analytics/top_customers",
     "ops/load_log",
@@ -83,3 +85,18 @@ def test_dagster_cli_materializes_the_demo(tmp_path):
     customers = deltalake.DeltaTable(str(lake / "analytics" / "customers"))
     assert customers.to_pyarrow_table().num_rows == 200
     assert deltalake.DeltaTable(str(lake / "ops" / "load_log")).to_pyarrow_table().num_rows == 1
+
+    # The SCD2 dimension after its first run: one open version per customer.
+    dim = deltalake.DeltaTable(str(lake / "analytics" / "dim_customer")).to_pyarrow_table().to_pylist()
+    assert len(dim) == 200
+    assert all(r["is_current"] and r["valid_to"] is None for r in dim)
+    tier_of = {r["customer_id"]: (r["tier"], r["country"]) for r in dim}
+    # The as-of fact table: every staging order exactly once, each joined to one version
+    # (the dimension starts in 2026, the orders are from 2024: the first version is
+    # treated as open since the beginning, so none is left without a tier).
+    staging = deltalake.DeltaTable(str(lake / "staging" / "orders")).to_pyarrow_table()
+    facts = deltalake.DeltaTable(str(lake / "analytics" / "fct_orders")).to_pyarrow_table().to_pylist()
+    assert len(facts) == staging.num_rows == 5000
+    assert sorted(r["order_id"] for r in facts) == sorted(staging.column("order_id").to_pylist())
+    assert all(r["tier_at_order"] is not None and r["country_at_order"] is not None for r in facts)
+    assert all((r["tier_at_order"], r["country_at_order"]) == tier_of[r["customer_id"]] for r in facts)

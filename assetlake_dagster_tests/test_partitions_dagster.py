@@ -16,6 +16,7 @@ from assetlake_dagster.build import build_definitions
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster_tests.projects.partitioned.sources import REGIONS
+from assetlake_dagster_tests.test_partitions_delta import files_by_partition
 
 PROJECT = os.path.join(os.path.dirname(__file__), "projects", "partitioned")
 ASSETLAKE = os.path.join(os.path.dirname(sys.executable), "assetlake")
@@ -57,14 +58,6 @@ def history(spark, path):
     return [(r.version, r.operation) for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()]
 
 
-def files_by_partition(spark, path):
-    rows = spark.sql(f"SELECT DISTINCT _metadata.file_path AS f, {PARTITION_COLUMN} AS p FROM delta.`{path}`").collect()
-    found = {}
-    for r in rows:
-        found.setdefault(r.p, set()).add(r.f)
-    return found
-
-
 def test_partitions_become_dagster_definitions(spark, lake_root):
     defs = build_definitions(PROJECT, lake_root=lake_root)
     graph = defs.resolve_asset_graph()
@@ -98,6 +91,10 @@ def test_a_batch_run_is_one_commit_with_a_row_count_per_partition(project, spark
     assert history(spark, path)[0] == (1, "WRITE")
     assert all(after_files[p] == before_files[p] for p in before_files if p != "2024-01-03")
     assert after_files["2024-01-03"] != before_files["2024-01-03"]
+    # Time travel from SQL: a file reads the table as of its first version.
+    run(defs, instance, [key("mart/daily_events")], partition_key="2024-01-06")
+    run(defs, instance, [key("mart/first_load")])
+    assert read(spark, f"{lake_root}/mart/first_load").first().events == 1 + 2 + 3 + 4 + 5
 
 
 def test_time_windows_windows_and_coarser_partitions_read_their_range(project, spark):

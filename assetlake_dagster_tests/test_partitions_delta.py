@@ -183,24 +183,29 @@ def test_any_text_key_round_trips_byte_for_byte(spark, tmp_path_factory, key):
 # -- concurrency: threads in one JVM (Delta's local log store is exclusive only there) -----
 
 
-def test_concurrent_writes_to_disjoint_partitions_all_land(spark, lake_root):
-    write(spark, target(lake_root, WriteStrategy.REPLACE, "r0", ["seed"]), {"seed": [(0, "s")]})
-    keys = [f"k{i}" for i in range(6)]
+def replace_in_threads(spark, lake_root, writes):
+    """Run each (run id, partition, rows) replace in its own thread; return the errors."""
     errors = []
 
-    def worker(key):
+    def worker(run, key, rows):
         try:
-            tgt = target(lake_root, WriteStrategy.REPLACE, f"run-{key}", [key])
-            write_with_retries(strategy_for(tgt.strategy), spark, slice_rows(spark, {key: [(1, key)]}), tgt)
-        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            tgt = target(lake_root, WriteStrategy.REPLACE, run, [key])
+            write_with_retries(strategy_for(tgt.strategy), spark, slice_rows(spark, {key: rows}), tgt)
+        except Exception as exc:  # noqa: BLE001 - returned and asserted by the caller
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in keys]
+    threads = [threading.Thread(target=worker, args=w) for w in writes]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    return errors
+
+
+def test_concurrent_writes_to_disjoint_partitions_all_land(spark, lake_root):
+    write(spark, target(lake_root, WriteStrategy.REPLACE, "r0", ["seed"]), {"seed": [(0, "s")]})
+    keys = [f"k{i}" for i in range(6)]
+    assert replace_in_threads(spark, lake_root, [(f"run-{k}", k, [(1, k)]) for k in keys]) == []
     assert table(spark, f"{lake_root}/s/t") == sorted([("seed", 0, "s")] + [(k, 1, k) for k in keys])
     assert len(versions(spark, f"{lake_root}/s/t")) == 1 + len(keys)
 
@@ -208,21 +213,8 @@ def test_concurrent_writes_to_disjoint_partitions_all_land(spark, lake_root):
 def test_concurrent_replaces_of_the_same_partition_all_land_one_after_another(spark, lake_root):
     seed = target(lake_root, WriteStrategy.REPLACE, "r0", ["a", "b"])
     write(spark, seed, {"a": [(0, "s")], "b": [(9, "other")]})
-    errors, workers = [], (1, 2, 3)
-
-    def worker(i):
-        try:
-            tgt = target(lake_root, WriteStrategy.REPLACE, f"run-{i}", ["a"])
-            write_with_retries(strategy_for(tgt.strategy), spark, slice_rows(spark, {"a": [(i, f"v{i}")]}), tgt)
-        except Exception as exc:  # noqa: BLE001 - collected and asserted below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    workers = (1, 2, 3)
+    assert replace_in_threads(spark, lake_root, [(f"run-{i}", "a", [(i, f"v{i}")]) for i in workers]) == []
     # Each replace committed once (a loser retried on the new state), and partition a holds
     # exactly one writer's rows, never a mix; b is untouched.
     assert len(versions(spark, seed.path)) == 1 + len(workers)

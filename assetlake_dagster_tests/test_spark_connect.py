@@ -196,3 +196,81 @@ def test_spark_errors_over_spark_connect_name_the_file_and_line(remote, lake_roo
     assert "broken.sql:3: Spark rejected the statement" in failure.message
     assert "no_such_function" in failure.message
     assert not os.path.exists(os.path.join(lake_root, "mart", "broken"))
+
+
+def test_history_over_spark_connect(remote, lake_root, tmp_path):
+    """SCD2 over Connect: numbered loads, exact history rows, and the ``_current`` view."""
+    resource, spark = remote
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "dim_customer.sql").write_text(
+        "-- materialize delta://dim/customer key=id history track=tier deletes=close\n\n"
+        "SELECT id, name, tier FROM raw.customers\n"
+    )
+    # Read through the view's name, as a user writes it; it must resolve on the server.
+    (project / "tier_counts.sql").write_text(
+        "-- materialize delta://mart/tier_counts\n\n"
+        "SELECT tier, count(*) AS customers FROM dim.customer_current GROUP BY tier\n"
+    )
+    defs = build_definitions(str(project), spark=resource)
+    instance = dg.DagsterInstance.ephemeral()
+    dim_path = os.path.join(os.path.realpath(lake_root), "dim", "customer")
+    selection = ["dim/customer", "mart/tier_counts"]
+
+    def load(rows):
+        df = spark.createDataFrame(rows, "id INT, name STRING, tier STRING")
+        df.write.format("delta").mode("overwrite").save(os.path.join(lake_root, "raw", "customers"))
+        result, metadata = run(defs, selection, instance)
+        assert result.success
+        return result, metadata["dim/customer"]
+
+    def table():
+        query = (
+            "SELECT id, name, tier, unix_micros(valid_from), unix_micros(valid_to), is_current "
+            f"FROM delta.`{dim_path}`"
+        )
+        return sorted(tuple(r) for r in spark.sql(query).collect())
+
+    def tier_counts():
+        rows = spark.read.format("delta").load(os.path.join(lake_root, "mart", "tier_counts")).collect()
+        return sorted(tuple(r) for r in rows)
+
+    # load 1: initial
+    first_run, first = load([(1, "ann", "gold"), (2, "bob", "silver"), (3, "cy", "bronze")])
+    assert (first["delta/version"].value, first["delta/operation"].value) == (0, "WRITE")
+    ((v1,),) = {(r[3],) for r in table()}
+    assert table() == [
+        (1, "ann", "gold", v1, None, True),
+        (2, "bob", "silver", v1, None, True),
+        (3, "cy", "bronze", v1, None, True),
+    ]
+
+    # load 2: 1 changes tier (tracked), 2 is gone (closed), 3 only renames (untracked), 4 is new
+    second_run, second = load([(1, "ann", "platinum"), (3, "CY", "bronze"), (4, "di", "gold")])
+    assert (second["delta/version"].value, second["delta/operation"].value) == (1, "MERGE")
+    assert second["assetlake/rows_written"].value == 4  # 2 versions closed, 2 opened
+    v2 = max(r[3] for r in table())
+    assert v2 > v1
+    after_2 = [
+        (1, "ann", "gold", v1, v2, False),  # closed exactly where the new version opens
+        (1, "ann", "platinum", v2, None, True),
+        (2, "bob", "silver", v1, v2, False),
+        (3, "cy", "bronze", v1, None, True),
+        (4, "di", "gold", v2, None, True),
+    ]
+    assert table() == after_2
+    current = spark.sql(f"SELECT id, count(*) FROM delta.`{dim_path}` WHERE is_current GROUP BY id").collect()
+    assert sorted(tuple(r) for r in current) == [(1, 1), (3, 1), (4, 1)]
+    # The companion view lives in the server's session catalog and holds the current rows.
+    view = spark.sql("SELECT id, name, tier FROM dim.customer_current").collect()
+    assert sorted(tuple(r) for r in view) == [(1, "ann", "platinum"), (3, "cy", "bronze"), (4, "di", "gold")]
+    assert tier_counts() == [("bronze", 1), ("gold", 1), ("platinum", 1)]
+
+    # load 3: the same snapshot again: no new version
+    _, third = load([(1, "ann", "platinum"), (3, "CY", "bronze"), (4, "di", "gold")])
+    assert third["delta/committed"].value is False and third["delta/version"].value == 1
+    assert table() == after_2
+    assert history(spark, lake_root, "dim/customer") == [
+        (1, "MERGE", stamp(second_run.run_id, "dim/customer")),
+        (0, "WRITE", stamp(first_run.run_id, "dim/customer")),
+    ]

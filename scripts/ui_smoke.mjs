@@ -5,7 +5,7 @@
 // Normally started by scripts/ui_smoke.sh, which installs Chromium and playwright-core,
 // starts `dagster dev` on a throwaway DAGSTER_HOME and lake, and stops it afterwards.
 //
-// Steps: the code location's Assets page lists all 7 demo asset keys; the global asset
+// Steps: the code location's Assets page lists all 9 demo asset keys; the global asset
 // lineage graph is screenshotted (asset_graph.png); "Materialize all" is clicked in the UI;
 // the run page is followed until the run succeeds (bounded); every asset must then have a
 // materialization from that run (checked through the GraphQL API as a second source of
@@ -45,6 +45,8 @@ const ASSET_KEYS = [
   'raw/orders',
   'staging/orders',
   'analytics/customers',
+  'analytics/dim_customer',
+  'analytics/fct_orders',
   'analytics/customer_revenue',
   'analytics/top_customers',
   'ops/load_log',
@@ -122,7 +124,7 @@ async function screenshotGraph(page, file) {
   const materializeAll = page.getByRole('button', { name: 'Materialize all' });
   await materializeAll.waitFor({ timeout: 60_000 });
   // Every asset node rendered (group boxes + asset boxes are SVG foreignObjects).
-  for (const name of ['top_customers', 'customer_revenue', 'load_log']) {
+  for (const name of ['top_customers', 'customer_revenue', 'fct_orders', 'dim_customer', 'load_log']) {
     await page.locator('foreignObject', { hasText: name }).first().waitFor({ timeout: 60_000 });
   }
   // Hide the asset tree beside the graph: more room for the graph itself.
@@ -136,6 +138,20 @@ async function screenshotGraph(page, file) {
   for (let i = 0; i < 3; i++) {
     if (await page.getByText('Latest event').first().isVisible().catch(() => false)) break;
     await zoomIn.click();
+    await page.waitForTimeout(800);
+  }
+  // At that zoom the demo's graph is taller than a 900 px window: grow the window to the
+  // graph (as the asset page does) so the picture shows all of it, then centre it.
+  const overflow = await page.evaluate(() => {
+    const rects = [...document.querySelectorAll('foreignObject')].map((f) => f.getBoundingClientRect());
+    if (!rects.length) return 0;
+    const graphHeight = Math.max(...rects.map((r) => r.bottom)) - Math.min(...rects.map((r) => r.top)) + 30;
+    const toolbar = [...document.querySelectorAll('button')].find((b) => b.innerText.trim() === 'Materialize all');
+    const canvasHeight = window.innerHeight - (toolbar ? toolbar.getBoundingClientRect().bottom + 12 : 0);
+    return Math.ceil(graphHeight + 40 - canvasHeight);
+  });
+  if (overflow > 0) {
+    await page.setViewportSize({ width: VIEWPORT.width, height: Math.min(VIEWPORT.height + overflow, 2400) });
     await page.waitForTimeout(800);
   }
   // Centre the graph in the canvas by dragging the background.
@@ -179,10 +195,11 @@ async function screenshotGraph(page, file) {
       await page.mouse.up();
     }
   }
-  await page.mouse.move(5, VIEWPORT.height - 5); // no hover highlight in the picture
+  await page.mouse.move(5, page.viewportSize().height - 5); // no hover highlight in the picture
   await page.waitForTimeout(1000);
   await page.screenshot({ path: file });
   log(`screenshot ${file}`);
+  await page.setViewportSize(VIEWPORT);
 }
 
 /** The asset page of METADATA_ASSET, all of it: latest materialization, row count, columns, metadata. */

@@ -262,11 +262,11 @@ class HistoryWrite(WriteStrategyBase):
                 f"CAST(NULL AS TIMESTAMP) AS {q(VALID_TO)}, true AS {q(IS_CURRENT)} FROM {view}",
                 args={RUN_TS_PARAM: run_ts},
             )
-            # errorifexists: of two concurrent first runs, the second fails instead of
+            # mode "error" (errorifexists; the only spelling Spark Connect accepts): of two concurrent first runs, the second fails instead of
             # appending a second set of current rows.
             (
                 rows.write.format("delta")
-                .mode("errorifexists")
+                .mode("error")
                 .option("userMetadata", target.stamp.user_metadata())
                 .save(target.path)
             )
