@@ -30,6 +30,8 @@ from assetlake_dagster.spec import (
     URI_SCHEME,
     ArgumentSpec,
     DEFAULT_BACKFILL_BATCH,
+    DataTestKind,
+    DataTestSpec,
     WINDOW_UNITS,
     ArgumentType,
     MaterializeSpec,
@@ -50,7 +52,6 @@ MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=")
 HISTORY_OPTIONS = ("track=", "deletes=")
 #: Keywords and options recognised now but implemented by a later feature.
 LATER_KEYWORDS = {
-    "data_test": "data tests",
     "column": "column lineage",
     "schedule": "schedules",
     "automation": "declarative automation",
@@ -60,6 +61,14 @@ PARTITIONED_FORM = (
     "-- partitioned daily|hourly|weekly|monthly start=<YYYY-MM-DD> [end=…] [tz=…] [batch=<n>], "
     "'-- partitioned static a,b,c' or '-- partitioned dynamic <name>'"
 )
+DATA_TEST_FORMS = {
+    DataTestKind.UNIQUE: "unique <c1[,c2]>",
+    DataTestKind.NOT_NULL: "not_null <column>",
+    DataTestKind.ACCEPTED_VALUES: "accepted_values <column> = a,b,c",
+    DataTestKind.RELATIONSHIPS: "relationships <column> -> delta://<schema>/<table>.<column>",
+}
+DATA_TEST_KINDS = tuple(k.value for k in DATA_TEST_FORMS)
+DATA_TEST_FORM = "-- data_test unique|not_null <col> | accepted_values <col> = a,b | relationships <col> -> delta://s/t.c | <path/to/test.sql> [warn]"
 #: Options of each kind of ``-- partitioned`` line.
 TIME_WINDOW_OPTIONS = ("start=", "end=", "tz=", "batch=")
 #: Largest ``batch=``: one run and one commit write at most this many partitions.
@@ -75,6 +84,7 @@ KEYWORDS = (
     "kinds",
     "pipeline",
     "partitioned",
+    "data_test",
     *LATER_KEYWORDS,
 )
 ARGUMENT_TYPES: dict[str, ArgumentType] = {
@@ -126,6 +136,7 @@ class Header:
     track_columns: tuple[Word, ...] = ()
     partitions: Optional[PartitionSpec] = None
     partitioned_line: Optional[int] = None
+    data_tests: tuple[DataTestSpec, ...] = ()
     upstreams: tuple[UpstreamSpec, ...] = ()
     arguments: tuple[ArgumentSpec, ...] = ()
     argument_names: frozenset[str] = frozenset()
@@ -240,6 +251,7 @@ class _HeaderParser:
         self.history: Optional[Word] = None  # the `history` (or `scd2`) word
         self.partitioned: Optional[Word] = None  # the `partitioned` keyword
         self.partitions: Optional[PartitionSpec] = None
+        self.data_tests: list[DataTestSpec] = []
         self.upstreams: dict[TableUri, UpstreamSpec] = {}
         self.arguments: dict[str, ArgumentSpec] = {}
         self.argument_names: set[str] = set()
@@ -252,6 +264,7 @@ class _HeaderParser:
             "materialize": self._materialize,
             "on": self._on,
             "partitioned": self._partitioned,
+            "data_test": self._data_test,
             "group": self._group,
             "owner": self._owner,
             "tags": self._tags,
@@ -301,6 +314,7 @@ class _HeaderParser:
             track_columns=self.track_columns,
             partitions=self.partitions,
             partitioned_line=self.partitioned.line if self.partitioned else None,
+            data_tests=tuple(self.data_tests),
             upstreams=tuple(self.upstreams.values()),
             arguments=tuple(self.arguments.values()),
             argument_names=frozenset(self.argument_names),
@@ -484,6 +498,83 @@ class _HeaderParser:
             f"{name} is not supported yet.",
             f"Remove '{word.text}'; it arrives with {LATER_OPTIONS[name]} support.",
         )
+
+    # -- data_test ---------------------------------------------------------------------------
+
+    def _data_test(self, keyword: Word, rest: list[Word], raw: str) -> None:
+        words = list(rest)
+        blocking = True
+        if words and words[-1].text == "warn":
+            blocking = False
+            words.pop()
+        if not words:
+            self.error(keyword, "'-- data_test' needs a test.", f"Write '{DATA_TEST_FORM}'.")
+            return
+        head, args = words[0], words[1:]
+        location = self.src.location(head.line, head.col)
+        test: Optional[DataTestSpec] = None
+        if head.text.endswith(".sql"):
+            if args:
+                self.error(args[0], f"unexpected '{args[0].text}' after the test file.", "Write '-- data_test <path.sql> [warn]'.")
+                return
+            test = DataTestSpec(DataTestKind.CUSTOM, path=head.text, blocking=blocking, location=location)
+        elif head.text not in DATA_TEST_KINDS:
+            hint = did_you_mean(head.text, DATA_TEST_KINDS).strip()
+            self.error(head, f"unknown data test '{head.text}'.", hint or f"Write '{DATA_TEST_FORM}'.")
+            return
+        else:
+            kind = DataTestKind(head.text)
+            test = self._builtin_test(kind, head, args, raw, blocking)
+        if test is None:
+            return
+        if any(t.name == test.name for t in self.data_tests):
+            self.error(head, f"data test '{test.name}' is declared twice.", "Remove the repeated line.")
+            return
+        self.data_tests.append(test)
+
+    def _builtin_test(
+        self, kind: DataTestKind, head: Word, args: list[Word], raw: str, blocking: bool
+    ) -> Optional[DataTestSpec]:
+        form = DATA_TEST_FORMS[kind]
+        if not args:
+            self.error(head, f"'{kind.value}' needs a column.", f"Write '-- data_test {form}'.")
+            return None
+        column_word = args[0]
+        names = column_word.text.split(",") if kind is DataTestKind.UNIQUE else [column_word.text]
+        if not all(is_identifier(n) for n in names):
+            self.error(column_word, f"column '{column_word.text}' is not an allowed identifier.", _IDENTIFIER_HINT)
+            return None
+        location = self.src.location(column_word.line, column_word.col)
+        columns = tuple(names)
+        if kind in (DataTestKind.UNIQUE, DataTestKind.NOT_NULL):
+            if len(args) > 1:
+                self.error(args[1], f"unexpected '{args[1].text}'.", f"Write '-- data_test {form} [warn]'.")
+                return None
+            return DataTestSpec(kind, columns, blocking=blocking, location=location)
+        if kind is DataTestKind.ACCEPTED_VALUES:
+            if len(args) < 2 or args[1].text != "=" or len(args) < 3:
+                self.error(args[1] if len(args) > 1 else column_word, "accepted_values needs '= a,b,c'.", f"Write '-- data_test {form}'.")
+                return None
+            first = args[2]
+            text = raw[first.col - 1 : args[-1].col - 1 + len(args[-1].text)]
+            values = [_unquote(item.text) for item in _comma_items(text, first)]
+            if not all(values):
+                self.error(first, "empty value in the list.", f"Write '-- data_test {form}'.")
+                return None
+            return DataTestSpec(kind, columns, values=tuple(values), blocking=blocking, location=location)
+        # relationships <col> -> delta://s/t.c
+        if len(args) != 3 or args[1].text != "->" or "." not in args[2].text:
+            word = args[1] if len(args) > 1 else column_word
+            self.error(word, "relationships needs '-> delta://<schema>/<table>.<column>'.", f"Write '-- data_test {form}'.")
+            return None
+        ref_text, _, ref_column = args[2].text.rpartition(".")
+        uri = self._uri(Word(ref_text, args[2].line, args[2].col), target=False)
+        if uri is None:
+            return None
+        if not is_identifier(ref_column):
+            self.error(args[2], f"referenced column '{ref_column}' is not an allowed identifier.", _IDENTIFIER_HINT)
+            return None
+        return DataTestSpec(kind, columns, ref_uri=uri, ref_column=ref_column, blocking=blocking, location=location)
 
     # -- partitioned ------------------------------------------------------------------------
 
@@ -850,6 +941,12 @@ def parse_partition_datetime(text: str) -> dt.datetime:
     if not _DATE_RE.match(text) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?", text):
         raise ValueError(text)
     return dt.datetime.fromisoformat(text)
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
 
 
 def _is_timezone(name: str) -> bool:

@@ -18,7 +18,15 @@ from assetlake_dagster.sql_runner import (
     run_sql_slices,
 )
 from assetlake_dagster.translator import AssetlakeTranslator
-from assetlake_dagster.writes import WriteResult
+from assetlake_dagster.data_tests import (
+    audit_failure,
+    blocking_failures,
+    check_specs,
+    committed_scope,
+    evaluate_run,
+    staged_scope,
+)
+from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget
 from assetlake_dagster.writes.commit import current_version
 
 SPARK_RESOURCE_KEY = "spark"
@@ -39,8 +47,12 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
     # A managed file returns rows for the IO manager (type Any); a manual one returns
     # only a MaterializeResult (type Nothing).
     # (AssetOut cannot carry deps; the op-level deps apply to its single output.)
+    tested = bool(spec.data_tests)
     out = dg.AssetOut.from_spec(
-        asset_spec.replace_attributes(deps=[]), dagster_type=dg.Any if managed else dg.Nothing
+        asset_spec.replace_attributes(deps=[]),
+        dagster_type=dg.Any if managed else dg.Nothing,
+        # A check can run on its own against the committed table (the asset unselected).
+        is_required=not tested,
     )
 
     @dg.multi_asset(
@@ -51,6 +63,8 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         config_schema=argument_config_schema(spec.arguments),
         partitions_def=asset_spec.partitions_def,
         backfill_policy=backfill_policy(spec.partitions) if spec.partitions else None,
+        check_specs=check_specs(spec, asset_spec.key),
+        can_subset=tested,
     )
     def _sql_asset(context: dg.AssetExecutionContext):
         resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
@@ -64,15 +78,58 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
             keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
             context.log.info(f"partitions: {keys}")
         if not managed:
-            return _run_manual(context, resource, spec, args, upstream_versions, slices)
+            yield _run_manual(context, resource, spec, args, upstream_versions, slices)
+            return
+        tests = _selected_tests(context, spec, asset_spec.key)
+        partitions = [s.key for s in slices]
+        if asset_spec.key not in context.selected_asset_keys:
+            # Checks run on their own: test the committed table, write nothing.
+            scope, scope_text = committed_scope(spark, lake, spec, partitions)
+            if scope is None:
+                raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
+            for outcome in evaluate_run(spark, lake, tests, scope, scope_text, args, slices):
+                yield outcome.check_result(asset_spec.key)
+            return
         df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
-        return dg.Output(
+        if tests:
+            # Audit before publish: the tests see exactly the rows the write will commit
+            # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
+            df = df.localCheckpoint(eager=True)
+            target = _audit_target(spec, lake, partitions)
+            scope, scope_text = staged_scope(spark, df, target)
+            outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+            for outcome in outcomes:
+                if not outcome.passed:
+                    context.log.warning(outcome.message(str(spec.uri)))
+                yield outcome.check_result(asset_spec.key)
+            if blocking_failures(outcomes):
+                raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+        yield dg.Output(
             df,
             output_name=output_name,
             metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
         )
 
     return _sql_asset
+
+
+def _selected_tests(context: dg.AssetExecutionContext, spec: SqlAssetSpec, key: dg.AssetKey) -> list:
+    selected = context.selected_asset_check_keys
+    return [t for t in spec.data_tests if dg.AssetCheckKey(key, t.name) in selected]
+
+
+def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:
+    """The write the IO manager is about to make (for the staged scope; never written)."""
+    return WriteTarget(
+        uri=spec.uri,
+        path=lake.table_path(spec.uri),
+        strategy=spec.materialize.strategy,
+        stamp=CommitStamp(run_id="audit", asset=f"{spec.uri.schema}/{spec.uri.table}"),
+        key=spec.materialize.key,
+        track=spec.materialize.track,
+        close_deletes=spec.materialize.close_deletes,
+        partitions=tuple(partitions),
+    )
 
 
 def _run_manual(

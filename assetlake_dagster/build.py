@@ -10,7 +10,8 @@ import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
 from assetlake_dagster.io_manager import DeltaIOManager
-from assetlake_dagster.project import load_project
+from assetlake_dagster.errors import ProjectError, SourceText
+from assetlake_dagster.project import Project, load_project
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.translator import AssetlakeTranslator
 
@@ -69,6 +70,9 @@ def build_definitions(
         for uri in project.external
         if translator.get_external_asset_key(uri) not in produced
     ]
+    known = {translator.get_asset_key(spec) for spec in project.assets} | produced
+    known |= {translator.get_external_asset_key(uri) for uri in project.external}
+    _check_test_references(project, known)
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
@@ -77,6 +81,28 @@ def build_definitions(
         resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
         executor=dg.in_process_executor,
     )
+
+
+def _check_test_references(project: Project, known: set) -> None:
+    """``relationships … -> delta://s/t.c`` must name an asset of these definitions."""
+    problems = []
+    for spec in project.assets:
+        for test in spec.data_tests:
+            if test.ref_uri is not None and dg.AssetKey(test.ref_uri.asset_key_path) not in known:
+                with open(spec.path, encoding="utf-8") as f:
+                    src = SourceText.of(spec.path, f.read())
+                where = test.location
+                problems.append(
+                    src.diagnostic(
+                        where.line,
+                        where.col,
+                        f"data test references {test.ref_uri}, which is no asset of this project.",
+                        "Point it at a table a SQL file or Python asset produces, or one the SQL reads.",
+                        span=len(test.columns[0]),
+                    )
+                )
+    if problems:
+        raise ProjectError(problems)
 
 
 def load_python_assets(project_dir: str) -> list[AssetLike]:

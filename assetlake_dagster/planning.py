@@ -62,6 +62,10 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
         lines += [f"Delta operation: {plan.operation}", textwrap.indent(plan.statement, "  ")]
         if plan.predicate:
             lines.append(f"predicate: {plan.predicate}")
+    if spec.data_tests:
+        scope = "the slice" if spec.partitions else ("the current rows" if strategy is WriteStrategy.HISTORY else "the table")
+        lines += ["", f"data tests (asset checks, run on {scope} as staged, before the commit):"]
+        lines += [f"  {t.name}: {t.description}" + ("" if t.blocking else " [warn]") for t in spec.data_tests]
     lines.append("(plan only: nothing was run or written)")
     return "\n".join(lines)
 

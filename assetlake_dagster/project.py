@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from assetlake_dagster.annotations import Header, parse_header
+from assetlake_dagster.annotations import Header, header_length, parse_header
 from assetlake_dagster.errors import (
     ConfigError,
     Diagnostic,
@@ -25,6 +25,10 @@ from assetlake_dagster.errors import (
 )
 from assetlake_dagster.spec import (
     PARTITION_PARAMETERS,
+    THIS_MARKER,
+    THIS_PLACEHOLDER,
+    DataTestKind,
+    DataTestSpec,
     RESERVED_COLUMNS,
     TIME_WINDOW_PARAMETERS,
     RESERVED_TABLE_SUFFIX,
@@ -76,14 +80,28 @@ def load_project(project_dir: "str | os.PathLike[str]") -> Project:
     specs: list[SqlAssetSpec] = []
     sources: dict[str, SourceText] = {}  # by spec.path, to quote lines in cross-file errors
     diagnostics: list[Diagnostic] = []
+    built: dict[str, tuple[Optional[SqlAssetSpec], list[Diagnostic], Optional[SourceText]]] = {}
     for path in discover_sql_files(root):
         text, problem = _read(path)
         if problem is not None:
-            diagnostics.append(problem)
+            built[path] = (None, [problem], None)
             continue
-        spec, problems, src = _build_spec(path, text)
+        built[path] = _build_spec(path, text)
+    # Custom data tests are SQL files too: the files a data_test line names are tests, not assets.
+    test_files = {
+        _resolve_test_path(spec, test)
+        for spec, _, _ in built.values()
+        if spec is not None
+        for test in spec.data_tests
+        if test.kind is DataTestKind.CUSTOM
+    }
+    for path, (spec, problems, src) in built.items():
+        if path in test_files and spec is None:
+            continue
         diagnostics.extend(problems)
         if spec is not None:
+            spec, problems = _load_custom_tests(spec, src, root)
+            diagnostics.extend(problems)
             specs.append(spec)
             sources[spec.path] = src
     specs, problems = _cross_check(specs, sources)
@@ -97,6 +115,53 @@ def load_project(project_dir: "str | os.PathLike[str]") -> Project:
         assets=tuple(sorted(specs, key=lambda s: s.path)),
         external=tuple(sorted(external, key=_sort_key)),
     )
+
+
+def _resolve_test_path(spec: SqlAssetSpec, test: DataTestSpec) -> str:
+    """A custom test's path, relative to the folder of the file that declares it."""
+    return os.path.normpath(os.path.join(os.path.dirname(spec.path), test.path or ""))
+
+
+def _load_custom_tests(
+    spec: SqlAssetSpec, src: SourceText, root: str
+) -> tuple[SqlAssetSpec, list[Diagnostic]]:
+    """Read each custom test's SQL file: one SELECT returning the failing rows."""
+    problems: list[Diagnostic] = []
+    tests = []
+    for test in spec.data_tests:
+        if test.kind is not DataTestKind.CUSTOM:
+            tests.append(test)
+            continue
+        where = test.location
+        path = _resolve_test_path(spec, test)
+        if os.path.commonpath([path, root]) != root:
+            problems.append(src.diagnostic(where.line, where.col, f"test file '{test.path}' is outside the project folder.",
+                                           "Keep custom tests inside the project, e.g. 'tests/<name>.sql'.", span=len(test.path)))
+            continue
+        if not os.path.isfile(path):
+            problems.append(src.diagnostic(where.line, where.col, f"test file '{test.path}' does not exist.",
+                                           f"Create {display_path(path)} with a SELECT returning the failing rows.", span=len(test.path)))
+            continue
+        text, problem = _read(path)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        test_src = SourceText.of(path, _normalize(text).replace(THIS_PLACEHOLDER, THIS_MARKER))
+        analysis, found = analyze_sql(test_src, header_length(list(test_src.lines)) + 1)
+        if not found and (analysis.setup or analysis.select is None):
+            found = [test_src.diagnostic(1, 1, "a custom test is exactly one SELECT returning the failing rows.",
+                                         f"Write e.g. 'SELECT * FROM {THIS_PLACEHOLDER} WHERE amount < 0'.")]
+        allowed = {a.name for a in spec.arguments} | (set(PARTITION_PARAMETERS) if spec.partitions else set())
+        for marker in analysis.parameters:
+            if marker.name not in allowed:
+                found.append(test_src.diagnostic(marker.location.line, marker.location.col,
+                                                 f"parameter ':{marker.name}' is not bound for this test.",
+                                                 "Tests bind the asset's arguments and, if partitioned, {partition}.",
+                                                 span=marker.span))
+        problems.extend(found)
+        if not found:
+            tests.append(dataclasses.replace(test, path=path, query=analysis.select))
+    return dataclasses.replace(spec, data_tests=tuple(tests)), problems
 
 
 def parse_file(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diagnostic]]:
@@ -171,6 +236,7 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
             tuple(c.name for c in analysis.output_columns) if analysis.output_columns is not None else None
         ),
         partitions=header.partitions,
+        data_tests=header.data_tests,
         group=header.group,
         owners=header.owners,
         tags=header.tags,
@@ -212,6 +278,14 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                 hint or f"Declare it in the header: '-- ${marker.name} (<type>)'.",
                 marker.span,
             )
+    if header.manual:
+        for test in header.data_tests:
+            error(
+                test.location,
+                "a manual file cannot have data tests.",
+                "assetlake does not write a manual table, so it cannot audit it; use a managed strategy.",
+                1,
+            )
     if header.manual or analysis.output_columns is None:
         return diagnostics
     seen: dict[str, int] = {}
@@ -241,6 +315,16 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
         else:
             seen[name] = column.location.line
     names = [c.name for c in analysis.output_columns]
+    for test in header.data_tests:
+        for column in test.columns:
+            if column.lower() not in seen:
+                hint = did_you_mean(column, names).strip()
+                error(
+                    test.location,
+                    f"data test column '{column}' is not among the SELECT's columns.",
+                    hint or f"The SELECT projects: {', '.join(names)}.",
+                    len(column),
+                )
     for kind, columns in (("key", header.key_columns), ("track", header.track_columns)):
         for column in columns:
             if column.text.lower() not in seen:

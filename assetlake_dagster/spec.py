@@ -4,6 +4,7 @@ Parsing (``annotations.py``, ``sql_analysis.py``) builds these; everything downs
 (translator, assets, IO manager, CLI) only reads them.
 """
 
+import os
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -71,6 +72,10 @@ class PartitionKind(str, Enum):
 
 #: Parameter markers a partitioned file's SQL may use; ``{partition}`` and friends become these.
 PARTITION_PARAMETERS = ("partition", "partition_start", "partition_end")
+#: In a custom data test, the rows under test (the staged slice, before it is committed).
+THIS_PLACEHOLDER = "{this}"
+#: What ``{this}`` becomes before parsing (same length); replaced by a temp view name at run time.
+THIS_MARKER = "__this"
 #: The markers only time-window partitions can bind.
 TIME_WINDOW_PARAMETERS = ("partition_start", "partition_end")
 #: How many partitions a backfill writes per run (and per Delta commit) unless ``batch=`` says.
@@ -82,6 +87,16 @@ WINDOW_UNITS = {
     "w": PartitionKind.WEEKLY,
     "mo": PartitionKind.MONTHLY,
 }
+
+
+class DataTestKind(str, Enum):
+    """The kinds of ``-- data_test`` line."""
+
+    UNIQUE = "unique"
+    NOT_NULL = "not_null"
+    ACCEPTED_VALUES = "accepted_values"
+    RELATIONSHIPS = "relationships"
+    CUSTOM = "custom"
 
 
 class ArgumentType(str, Enum):
@@ -199,6 +214,57 @@ class WindowSpec:
 
 
 @dataclass(frozen=True)
+class DataTestSpec:
+    """One ``-- data_test`` line: a Dagster asset check, audited before the commit.
+
+    Attributes:
+        kind: the built-in test, or ``custom`` (a SQL file whose SELECT returns failing rows).
+        columns: the tested column(s) (``unique`` may name several: a composite key).
+        values: ``accepted_values``: the allowed values (compared as text).
+        ref_uri, ref_column: ``relationships``: the referenced table and column.
+        path: ``custom``: the absolute path of the test's SQL file.
+        query: ``custom``: the test's SELECT (placeholders already turned into markers).
+        blocking: False for a trailing ``warn``: the result is reported, the write proceeds.
+    """
+
+    kind: DataTestKind
+    columns: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    ref_uri: Optional["TableUri"] = None
+    ref_column: Optional[str] = None
+    path: Optional[str] = None
+    query: Optional["SqlStatement"] = None
+    blocking: bool = True
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The asset check's name, e.g. ``not_null_email`` or ``custom_no_negative_amounts``.
+
+        Example:
+            >>> DataTestSpec(DataTestKind.UNIQUE, ("order_id", "line")).name
+            'unique_order_id_line'
+        """
+        if self.kind is DataTestKind.CUSTOM:
+            return "custom_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(self.path or "test"))[0])
+        return f"{self.kind.value}_{'_'.join(self.columns)}"
+
+    @property
+    def description(self) -> str:
+        """What the test checks, in words (shown in the UI and in failures)."""
+        cols = ", ".join(self.columns)
+        if self.kind is DataTestKind.UNIQUE:
+            return f"{cols} unique"
+        if self.kind is DataTestKind.NOT_NULL:
+            return f"{cols} not NULL"
+        if self.kind is DataTestKind.ACCEPTED_VALUES:
+            return f"{cols} in ({', '.join(self.values)})"
+        if self.kind is DataTestKind.RELATIONSHIPS:
+            return f"{cols} found in {self.ref_uri}.{self.ref_column}"
+        return f"no rows returned by {os.path.basename(self.path or '')}"
+
+
+@dataclass(frozen=True)
 class UpstreamSpec:
     """A declared (``-- on``) or inferred upstream table.
 
@@ -247,6 +313,7 @@ class SqlAssetSpec:
         select: the trailing SELECT (for ``manual``: the last statement, any kind).
         output_columns: columns the SELECT projects, when they can be known statically.
         partitions: the ``-- partitioned`` line, or ``None`` for a whole-table asset.
+        data_tests: the ``-- data_test`` lines, in file order.
         code_version: sha256 of the file contents.
     """
 
@@ -258,6 +325,7 @@ class SqlAssetSpec:
     select: Optional[SqlStatement] = None
     output_columns: Optional[tuple[str, ...]] = None
     partitions: Optional[PartitionSpec] = None
+    data_tests: tuple[DataTestSpec, ...] = ()
     group: Optional[str] = None
     owners: tuple[str, ...] = ()
     tags: tuple[tuple[str, str], ...] = ()

@@ -309,11 +309,6 @@ INVALID = [
     ),
     # -- later issues: recognised, refused
     pytest.param(
-        M + "-- data_test not_null id\n",
-        "f.sql:2:4: data_test is not supported yet. Remove the line; it arrives with data tests support.",
-        id="data_test",
-    ),
-    pytest.param(
         M + "-- column total <- delta://a/o.amount\n",
         "f.sql:2:4: column is not supported yet. Remove the line; it arrives with column lineage support.",
         id="column",

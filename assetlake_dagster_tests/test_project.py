@@ -245,7 +245,7 @@ def test_invalid_project_reports_every_file_together(in_projects):
         ),
         pytest.param(
             "not_supported",
-            "2:4: data_test is not supported yet. Remove the line; it arrives with data tests support.",
+            "2:4: column is not supported yet. Remove the line; it arrives with column lineage support.",
             id="not-supported",
         ),
         pytest.param(

@@ -1,4 +1,4 @@
 -- materialize delta://bad/not_supported
--- data_test not_null id
+-- column id <- delta://raw/src.id
 
 SELECT id FROM raw.src

@@ -1,0 +1,1 @@
+SELECT * FROM {this} WHERE day <> {partition}
