@@ -7,6 +7,7 @@ Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMA
     assetlake plan pipelines/customers.sql [--partition 2024-01-01]
     assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing]
     assetlake restore delta://staging/orders --version 3
+    assetlake check analytics/customers [--partition K]
 """
 
 import argparse
@@ -75,6 +76,38 @@ def _backfill(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _check(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.check_runner import run_checks
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+
+    project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
+    try:
+        defs = build_definitions(project_dir, lake_root=args.lake_root)
+        key = dg.AssetKey.from_user_string(args.asset)
+        if key not in defs.resolve_asset_graph().get_all_asset_keys():
+            raise AssetlakeError(f"no asset {args.asset} in the project. Name it as <schema>/<table>.")
+        with _instance() as instance:
+            results = run_checks(defs, key, instance=instance, partition=args.partition)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    failed = 0
+    for r in results:
+        blocking = r.severity == dg.AssetCheckSeverity.ERROR
+        failed += 0 if r.passed or not blocking else 1
+        count = r.metadata.get("failing")
+        samples = r.metadata.get("samples")
+        detail = "" if r.passed else f": {count.value if count else '?'} failing" + (f", e.g. {', '.join(samples.value)}" if samples else "")
+        print(f"{'PASS' if r.passed else ('FAIL' if blocking else 'WARN')} {r.check_name}{detail}")
+    if not results:
+        print("no check ran (is the table materialized?)", file=sys.stderr)
+        return 1
+    return 1 if failed else 0
+
+
 def _instance():
     import dagster as dg
 
@@ -112,6 +145,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plan": _plan,
     "backfill": _backfill,
     "restore": _restore,
+    "check": _check,
 }
 
 
@@ -159,6 +193,16 @@ def _build_parser() -> argparse.ArgumentParser:
     restore.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
     restore.add_argument("--version", type=int, required=True, help="the Delta version to restore")
     restore.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    check = commands.add_parser(
+        "check",
+        help="run an asset's data tests against its committed table (writes nothing)",
+        description="Execute ASSET's asset checks on their own, on the table as committed (one partition's "
+        "slice with --partition), recorded in $DAGSTER_HOME. Exit 1 if a blocking test fails.",
+    )
+    check.add_argument("asset", metavar="ASSET", help="the asset key as <schema>/<table>")
+    check.add_argument("--partition", default=None, help="check this partition's slice")
+    check.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
+    check.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     return parser
 
 

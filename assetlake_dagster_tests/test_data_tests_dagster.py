@@ -203,3 +203,27 @@ def test_a_batch_runs_partition_bound_custom_tests_once_per_partition(project, s
     # `WHERE day <> {partition}` is bound per partition: all 3 rows tested, none failing.
     assert checks["custom_day_matches"].passed and checks["custom_day_matches"].metadata["rows_tested"].value == 3
     assert checks["unique_order_id"].metadata["scope"].value == "staged slice d1...d2"
+
+
+def test_assetlake_check_runs_the_tests_on_the_committed_table(spark, tmp_path):
+    import subprocess
+    import sys
+
+    lake_root = str(tmp_path / "lake")
+    sources(spark, lake_root)
+    defs = build_definitions(PROJECT, lake_root=lake_root)
+    assert run(defs, dg.DagsterInstance.ephemeral(), [ORDERS]).success
+    spark.sql(f"UPDATE delta.`{lake_root}/mart/orders` SET status = 'lost' WHERE order_id = 3")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, DAGSTER_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
+    cli = os.path.join(os.path.dirname(sys.executable), "assetlake")
+    proc = subprocess.run(
+        [cli, "check", "mart/orders", "--project-dir", PROJECT, "--lake-root", lake_root],
+        env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "FAIL accepted_values_status: 1 failing, e.g. 'lost'" in lines
+    assert "PASS unique_order_id" in lines and "WARN not_null_note: 1 failing, e.g. {order_id: 2, customer_id: 11, status: 'pending', amount: 7.5}" in lines
+    assert versions(spark, f"{lake_root}/mart/orders") == [1, 0]  # the UPDATE; the check wrote nothing
