@@ -52,19 +52,26 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backfill(args: argparse.Namespace) -> int:
+def _project_asset(args: argparse.Namespace):
+    """The project's definitions (``--project-dir``, else the code location's) and ``ASSET``'s key."""
     import dagster as dg
 
-    from assetlake_dagster.backfill import run_backfill
     from assetlake_dagster.build import build_definitions
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
 
     project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
+    defs = build_definitions(project_dir, lake_root=args.lake_root)
+    key = dg.AssetKey.from_user_string(args.asset)
+    if key not in defs.resolve_asset_graph().get_all_asset_keys():
+        raise AssetlakeError(f"no asset {args.asset} in the project. Name it as <schema>/<table>.")
+    return defs, key
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    from assetlake_dagster.backfill import run_backfill
+
     try:
-        defs = build_definitions(project_dir, lake_root=args.lake_root)
-        key = dg.AssetKey.from_user_string(args.asset)
-        if key not in defs.resolve_asset_graph().get_all_asset_keys():
-            raise AssetlakeError(f"no asset {args.asset} in the project. Name it as <schema>/<table>.")
+        defs, key = _project_asset(args)
         with _instance() as instance:
             report = run_backfill(
                 defs, key, args.start, args.end, instance=instance, missing_only=args.missing, batch_size=args.batch
@@ -79,16 +86,10 @@ def _backfill(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from assetlake_dagster.build import build_definitions
     from assetlake_dagster.check_runner import run_checks
-    from assetlake_dagster.demo import DEMO_PROJECT_DIR
 
-    project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
     try:
-        defs = build_definitions(project_dir, lake_root=args.lake_root)
-        key = dg.AssetKey.from_user_string(args.asset)
-        if key not in defs.resolve_asset_graph().get_all_asset_keys():
-            raise AssetlakeError(f"no asset {args.asset} in the project. Name it as <schema>/<table>.")
+        defs, key = _project_asset(args)
         with _instance() as instance:
             results = run_checks(defs, key, instance=instance, partition=args.partition)
     except AssetlakeError as err:
