@@ -106,7 +106,7 @@ def to_spark(spark: SparkSession, obj: Any) -> DataFrame:
     if isinstance(obj, DataFrame):
         return obj
     if isinstance(obj, pd.DataFrame):
-        return spark.createDataFrame(obj)
+        return spark.createDataFrame(_contiguous(obj))
     # Duck-typed DataFrames (wrappers with the same API) are written as they are.
     if hasattr(obj, "sparkSession") and hasattr(obj, "write"):
         return obj
@@ -114,6 +114,26 @@ def to_spark(spark: SparkSession, obj: Any) -> DataFrame:
         f"the Delta IO manager writes Spark or pandas DataFrames, got {type(obj).__name__}. "
         "Return a DataFrame, or give the asset another io_manager_key."
     )
+
+
+def _contiguous(pdf: pd.DataFrame) -> pd.DataFrame:
+    """The frame with single-chunk Arrow columns.
+
+    pandas 3 keeps strings in Arrow arrays, and e.g. ``pd.concat`` leaves them in several
+    chunks, which PySpark 4.0's Arrow conversion rejects ("Cannot convert
+    pyarrow.lib.ChunkedArray to pyarrow.lib.Array"). Rebuilding such a column in the same
+    dtype gives one chunk, with missing values still missing.
+    """
+    chunked = [
+        c for c in pdf.columns
+        if getattr(getattr(pdf[c].array, "_pa_array", None), "num_chunks", 1) > 1
+    ]
+    if not chunked:
+        return pdf
+    pdf = pdf.copy()
+    for column in chunked:
+        pdf[column] = pd.Series(pdf[column].to_numpy(dtype=object), dtype=pdf[column].dtype, index=pdf.index)
+    return pdf
 
 
 class DeltaIOManager(dg.ConfigurableIOManager):

@@ -215,3 +215,16 @@ def test_commits_are_stamped_and_readable_by_another_delta_reader(spark, lake_ro
     assert other.version() == 0
     table = other.to_pyarrow_table()
     assert sorted(zip(*(table.column(c).to_pylist() for c in ["id", "name", "score"]))) == sorted(ROWS)
+
+
+def test_pandas_frames_with_chunked_arrow_strings_are_written_with_their_nulls(spark, lake_root):
+    """pandas 3 `concat` leaves Arrow strings in several chunks, which PySpark 4.0 rejected."""
+    import pandas as pd
+
+    from assetlake_dagster.io_manager import to_spark
+
+    part = pd.DataFrame({"id": [1, 2], "name": ["ann", None]})
+    frame = pd.concat([part, part.iloc[[0]]], ignore_index=True)
+    t = target(lake_root, WriteStrategy.REPLACE, "run1")
+    strategy_for(WriteStrategy.REPLACE).write(spark, to_spark(spark, frame), t)
+    assert rows(spark, t.path) == [(1, "ann"), (1, "ann"), (2, None)]
