@@ -1,4 +1,7 @@
 -- materialize delta://analytics/customers key=customer_id
+-- data_test unique customer_id
+-- data_test not_null name
+-- data_test accepted_values tier = bronze,silver,gold
 -- group customers
 -- owner team:data-eng
 -- tags layer=core

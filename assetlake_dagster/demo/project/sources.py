@@ -7,6 +7,7 @@ managed Delta write.
 
 import datetime as dt
 import random
+from typing import Optional
 
 import dagster as dg
 import pandas as pd
@@ -56,6 +57,13 @@ def order_rows(seed: int = SEED) -> list[tuple]:
     return rows
 
 
+class RawCustomersConfig(dg.Config):
+    """Run config of raw/customers, to watch a data test block a bad write."""
+
+    #: Append a second row for this customer_id (a duplicate key downstream).
+    duplicate_customer_id: Optional[int] = None
+
+
 @dg.asset(
     key=["raw", "customers"],
     group_name="raw",
@@ -63,8 +71,11 @@ def order_rows(seed: int = SEED) -> list[tuple]:
     description="Synthetic customers (pandas DataFrame, managed replace).",
     metadata=managed_write("replace"),
 )
-def raw_customers() -> pd.DataFrame:
-    return customer_rows()
+def raw_customers(config: RawCustomersConfig) -> pd.DataFrame:
+    rows = customer_rows()
+    if config.duplicate_customer_id is not None:
+        rows = pd.concat([rows, rows[rows.customer_id == config.duplicate_customer_id]], ignore_index=True)
+    return rows
 
 
 @dg.asset(

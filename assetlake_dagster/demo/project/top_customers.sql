@@ -1,4 +1,5 @@
 -- materialize delta://analytics/top_customers
+-- data_test unique customer_id
 -- $top_n (int) = 20
 -- group sales
 -- tags layer=mart
