@@ -27,7 +27,7 @@ def test_plan_shows_setup_arguments_and_append(capsys, tmp_path):
     assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "top_customers.sql"), "--lake-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "arguments   :top_n (int) = 20" in out
-    assert "setup (line 7):\n  SET spark.sql.ansi.enabled = true" in out
+    assert "setup (line 8):\n  SET spark.sql.ansi.enabled = true" in out
     assert "Delta operation: Delta WRITE (mode=Overwrite, overwriteSchema=true): one commit" in out
     assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "load_log.sql"), "--lake-root", str(tmp_path)]) == 0
     assert "mode('append').option('txnAppId', 'assetlake:<run id>:ops/load_log:')" in capsys.readouterr().out

@@ -1,6 +1,6 @@
 -- materialize delta://analytics/fct_orders
 -- data_test unique order_id
--- data_test relationships customer_id -> delta://raw/customers.customer_id
+-- data_test relationships customer_id -> delta://raw/customers.customer_id warn
 -- data_test accepted_values status = paid,pending,refunded
 -- data_test tests/positive_amounts.sql
 -- data_test not_null tier_at_order warn
