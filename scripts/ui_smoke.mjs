@@ -5,20 +5,27 @@
 // Normally started by scripts/ui_smoke.sh, which installs Chromium and playwright-core,
 // starts `dagster dev` on a throwaway DAGSTER_HOME and lake, and stops it afterwards.
 //
-// Steps: the code location's Assets page lists all 9 demo asset keys; the global asset
-// lineage graph is screenshotted (asset_graph.png); "Materialize all" is clicked in the UI;
-// the run page is followed until the run succeeds (bounded); every asset must then have a
-// materialization from that run (checked through the GraphQL API as a second source of
-// truth); the asset page of analytics/top_customers is screenshotted with the latest
-// materialization's metadata (asset_metadata.png) and the graph again, now materialized
-// (asset_graph_materialized.png).
+// Steps, as a new user does them: the code location's Assets page lists all 10 demo asset
+// keys; the global asset lineage graph is screenshotted (asset_graph.png); "Materialize all…"
+// is clicked: the demo has partitioned assets (daily staging/orders, monthly
+// analytics/monthly_revenue), so Dagster opens its "Launch runs to materialize 10 assets"
+// dialog (all partitions; its assets have different partitions definitions, so no range)
+// and "Launch backfill" is clicked; the toast's "View" opens the backfill page; the backfill
+// is followed (bounded) until it completes, the daemon running it as batch runs one at a
+// time (scripts/dagster.yaml); the backfill page must say "Succeeded" for every asset
+// (backfill.png) and GraphQL, the second source of truth, must report every partition
+// materialized and every unpartitioned asset materialized by a run of this backfill. Then
+// the asset page of analytics/monthly_revenue with its latest partition's metadata
+// (asset_metadata.png), the partitions of staging/orders (asset_partitions.png) and the
+// graph again, now materialized (asset_graph_materialized.png).
 //
 // Playwright uses the system Chromium (/usr/bin/chromium, or $CHROMIUM_PATH); it never
 // downloads a browser. Every request that is not to the Dagster server is aborted.
 //
-// Environment: UI_SMOKE_RUN_TIMEOUT_S (default 300), UI_SMOKE_DEBUG_DIR (failure
-// screenshots go there; default: the screenshot dir), UI_SMOKE_WATCH=1 (keep the live run
-// page open during the run instead of reopening it at the end), UI_SMOKE_HEADFUL=1.
+// Environment: UI_SMOKE_RUN_TIMEOUT_S (the backfill's time limit, default 480),
+// UI_SMOKE_DEBUG_DIR (failure screenshots go there; default: the screenshot dir),
+// UI_SMOKE_WATCH=1 (keep the live backfill page open while it runs instead of reopening it
+// at the end), UI_SMOKE_HEADFUL=1.
 
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -38,12 +45,13 @@ const BASE = base0.replace(/\/+$/, '');
 const SHOT_DIR = path.resolve(shotDir0);
 const DEBUG_DIR = path.resolve(process.env.UI_SMOKE_DEBUG_DIR || SHOT_DIR);
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const RUN_TIMEOUT_MS = Number(process.env.UI_SMOKE_RUN_TIMEOUT_S || 300) * 1000;
+const RUN_TIMEOUT_MS = Number(process.env.UI_SMOKE_RUN_TIMEOUT_S || 480) * 1000;
 const LOCATION = 'assetlake_demo';
 const ASSET_KEYS = [
   'raw/customers',
   'raw/orders',
   'staging/orders',
+  'analytics/monthly_revenue',
   'analytics/customers',
   'analytics/dim_customer',
   'analytics/fct_orders',
@@ -52,7 +60,10 @@ const ASSET_KEYS = [
   'ops/load_log',
 ];
 const GROUPS = ['raw', 'customers', 'sales', 'ops'];
-const METADATA_ASSET = 'analytics/top_customers';
+// The partitioned ones and their partition counts (orders.sql, monthly_revenue.sql).
+const PARTITIONS = { 'staging/orders': 91, 'analytics/monthly_revenue': 3 };
+const METADATA_ASSET = 'analytics/monthly_revenue';
+const PARTITIONS_ASSET = 'staging/orders';
 const VIEWPORT = { width: 1400, height: 900 };
 const ASSET_PAGE_VIEWPORT = { width: 1600, height: 900 }; // wide enough for the preview table
 
@@ -97,21 +108,28 @@ async function waitForLocationLoaded(timeoutMs = 120_000) {
   fail(`code location ${LOCATION} not loaded after ${timeoutMs / 1000}s (last: ${last})`);
 }
 
-async function runStatus(runId) {
+/** The backfill's status and its runs' statuses (the daemon adds runs as upstreams finish). */
+async function backfillState(backfillId) {
   const data = await graphql(
-    `query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } ... on PythonError { message } } }`,
-    { id: runId },
+    `query($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename
+      ... on PartitionBackfill { status runs(limit: 200) { runId status } }
+      ... on PythonError { message } ... on BackfillNotFoundError { message } } }`,
+    { id: backfillId },
   );
-  return data.runOrError.status ?? data.runOrError.__typename;
+  const b = data.partitionBackfillOrError;
+  if (b.__typename !== 'PartitionBackfill') fail(`backfill ${backfillId}: ${b.__typename} ${b.message ?? ''}`);
+  return b;
 }
 
-async function latestMaterializations() {
+/** Per demo asset: the run of its latest materialization and its partition counts. */
+async function assetStates() {
   const data = await graphql(`{ assetNodes { assetKey { path } repository { location { name } }
-    assetMaterializations(limit: 1) { runId } } }`);
+    assetMaterializations(limit: 1) { runId }
+    partitionStats { numMaterialized numFailed numPartitions } } }`);
   return new Map(
     data.assetNodes
       .filter((n) => n.repository.location.name === LOCATION)
-      .map((n) => [n.assetKey.path.join('/'), n.assetMaterializations[0]?.runId ?? null]),
+      .map((n) => [n.assetKey.path.join('/'), { runId: n.assetMaterializations[0]?.runId ?? null, stats: n.partitionStats }]),
   );
 }
 
@@ -121,10 +139,10 @@ const expandedParam = () =>
 /** The global lineage graph with every group expanded, zoomed so nodes show details, centred. */
 async function screenshotGraph(page, file) {
   await page.goto(`${BASE}/asset-groups?expanded=${expandedParam()}`);
-  const materializeAll = page.getByRole('button', { name: 'Materialize all' });
+  const materializeAll = page.getByRole('button', { name: /Materialize all/ });
   await materializeAll.waitFor({ timeout: 60_000 });
   // Every asset node rendered (group boxes + asset boxes are SVG foreignObjects).
-  for (const name of ['top_customers', 'customer_revenue', 'fct_orders', 'dim_customer', 'load_log']) {
+  for (const name of ['top_customers', 'customer_revenue', 'fct_orders', 'monthly_revenue', 'dim_customer', 'load_log']) {
     await page.locator('foreignObject', { hasText: name }).first().waitFor({ timeout: 60_000 });
   }
   // Hide the asset tree beside the graph: more room for the graph itself.
@@ -146,7 +164,7 @@ async function screenshotGraph(page, file) {
     const rects = [...document.querySelectorAll('foreignObject')].map((f) => f.getBoundingClientRect());
     if (!rects.length) return 0;
     const graphHeight = Math.max(...rects.map((r) => r.bottom)) - Math.min(...rects.map((r) => r.top)) + 30;
-    const toolbar = [...document.querySelectorAll('button')].find((b) => b.innerText.trim() === 'Materialize all');
+    const toolbar = [...document.querySelectorAll('button')].find((b) => b.innerText.trim().startsWith('Materialize all'));
     const canvasHeight = window.innerHeight - (toolbar ? toolbar.getBoundingClientRect().bottom + 12 : 0);
     return Math.ceil(graphHeight + 40 - canvasHeight);
   });
@@ -170,7 +188,7 @@ async function screenshotGraph(page, file) {
     while (vp && getComputedStyle(vp).overflow !== 'hidden') vp = vp.parentElement;
     if (!vp) return null;
     const v = vp.getBoundingClientRect();
-    const toolbar = [...document.querySelectorAll('button')].find((b) => b.innerText.trim() === 'Materialize all');
+    const toolbar = [...document.querySelectorAll('button')].find((b) => b.innerText.trim().startsWith('Materialize all'));
     const top = Math.max(v.top, toolbar ? toolbar.getBoundingClientRect().bottom + 12 : v.top);
     const canvas = { left: v.left, top, right: v.right - 50, bottom: Math.min(v.bottom, window.innerHeight) };
     // A background point to drag from: in the viewport, outside every node and control.
@@ -202,15 +220,16 @@ async function screenshotGraph(page, file) {
   await page.setViewportSize(VIEWPORT);
 }
 
-/** The asset page of METADATA_ASSET, all of it: latest materialization, row count, columns, metadata. */
+/** The asset page of METADATA_ASSET, all of it: latest materialization (its partition), row count, columns, metadata. */
 async function screenshotAssetPage(page, file) {
   await page.setViewportSize(ASSET_PAGE_VIEWPORT);
   await page.goto(`${BASE}/assets/${METADATA_ASSET}`);
-  for (const text of ['Latest materialization', 'Row count', 'Columns', 'revenue_rank', 'delta/version', 'assetlake/preview']) {
+  // '2024-03-01': the latest materialization is of the last month's partition.
+  for (const text of ['Latest materialization', '2024-03-01', 'Row count', 'Columns', 'revenue', 'delta/version', 'assetlake/preview']) {
     await page.getByText(text, { exact: true }).first().waitFor({ timeout: 60_000 })
       .catch(() => fail(`"${text}" not shown on the asset page of ${METADATA_ASSET}`));
   }
-  await page.getByText('Customer 026').first().waitFor({ timeout: 10_000 }).catch(() => {}); // the preview table
+  await page.getByText('refunded').first().waitFor({ timeout: 10_000 }).catch(() => {}); // the preview table
   // The page scrolls inside its own panel: grow the window to show all of it in one picture.
   const extra = await page.evaluate(() => Math.max(0, ...[...document.querySelectorAll('*')]
     .filter((e) => /(auto|scroll)/.test(getComputedStyle(e).overflowY) && e.clientHeight > 300)
@@ -227,13 +246,27 @@ async function screenshotAssetPage(page, file) {
   await page.setViewportSize(VIEWPORT);
 }
 
+/** The Partitions tab of PARTITIONS_ASSET: every day materialized (a green bar, the day list). */
+async function screenshotPartitions(page, file) {
+  const expected = `Materialized (${PARTITIONS[PARTITIONS_ASSET]})`;
+  await page.goto(`${BASE}/assets/${PARTITIONS_ASSET}?view=partitions`);
+  await page.getByText(expected, { exact: true }).first().waitFor({ timeout: 60_000 })
+    .catch(() => fail(`the Partitions tab of ${PARTITIONS_ASSET} does not show "${expected}"`));
+  await page.getByText('Missing (0)', { exact: true }).first().waitFor({ timeout: 10_000 })
+    .catch(() => fail(`the Partitions tab of ${PARTITIONS_ASSET} does not show "Missing (0)"`));
+  await page.mouse.move(5, 5);
+  await page.waitForTimeout(1000);
+  await page.screenshot({ path: file });
+  log(`screenshot ${file}`);
+}
+
 async function main() {
   mkdirSync(SHOT_DIR, { recursive: true });
   mkdirSync(DEBUG_DIR, { recursive: true });
 
   log(`Dagster at ${BASE}; waiting for code location ${LOCATION}`);
   await waitForLocationLoaded();
-  const before = await latestMaterializations();
+  const before = await assetStates();
   const missing = ASSET_KEYS.filter((k) => !before.has(k));
   if (missing.length) fail(`assets missing from the code location (GraphQL): ${missing.join(', ')}`);
 
@@ -263,7 +296,7 @@ async function main() {
     return p;
   };
   // The clicking happens at 1x; the README pictures are taken at 2x (crisp text) in a page of
-  // their own, so the live run page does not cost 4x the rendering while Spark runs.
+  // their own, so the live backfill page does not cost 4x the rendering while Spark runs.
   const page = await newPage(1);
   const shots = await newPage(2);
 
@@ -291,98 +324,133 @@ async function main() {
     await screenshotGraph(shots, path.join(SHOT_DIR, 'asset_graph.png'));
     await shots.goto('about:blank'); // idle while the run goes on
 
-    // 3. "Materialize all", launched from the UI.
+    // 3. "Materialize all…": partitioned assets in the selection, so a dialog, not a run.
     await page.goto(`${BASE}/asset-groups`);
     await page.locator('foreignObject', { hasText: 'ops' }).first().waitFor({ timeout: 60_000 });
-    const materializeAll = page.getByRole('button', { name: 'Materialize all' });
     await page.waitForFunction(
-      () => [...document.querySelectorAll('button')].some((b) => b.innerText.trim() === 'Materialize all' && !b.disabled),
+      () => [...document.querySelectorAll('button')].some((b) => b.innerText.trim().startsWith('Materialize all') && !b.disabled),
     );
-    await materializeAll.click();
-    log('clicked "Materialize all"');
-    const toast = page.getByText(/Launched run [0-9a-f]{8}/).first();
-    const dialog = page.getByRole('dialog').last();
-    const launchDeadline = Date.now() + 60_000;
-    while (!(await toast.isVisible().catch(() => false))) {
-      if (Date.now() > launchDeadline) fail('no "Launched run" toast within 60 s of clicking "Materialize all"');
-      if (await dialog.isVisible().catch(() => false)) {
-        // A confirmation (or launchpad) dialog: confirm it with its primary button.
-        const confirm = dialog.getByRole('button', { name: /^(Materialize|Launch|Confirm|Yes|Continue)/ }).last();
-        if (await confirm.isVisible().catch(() => false)) {
-          log(`confirming dialog: "${(await confirm.innerText()).trim()}"`);
-          await confirm.click();
-        }
-      }
-      await page.waitForTimeout(250);
+    await page.getByRole('button', { name: /Materialize all/ }).click();
+    log('clicked "Materialize all…"');
+    const dialog = page.getByRole('dialog').filter({ hasText: `materialize ${ASSET_KEYS.length} assets` }).last();
+    await dialog.waitFor({ timeout: 30_000 })
+      .catch(() => fail(`no "Launch runs to materialize ${ASSET_KEYS.length} assets" dialog after "Materialize all…"`));
+    // Dagster offers only "All partitions" here (daily and monthly roots: no common range).
+    await dialog.getByText('All partitions', { exact: true }).waitFor({ timeout: 10_000 })
+      .catch(() => fail('the launch dialog does not say "All partitions"'));
+    await dialog.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_launch_dialog.png') });
+    await dialog.getByRole('button', { name: 'Launch backfill' }).click();
+    log('clicked "Launch backfill" in the dialog ("All partitions")');
+    const created = page.getByText(/Created backfill [a-z0-9]{8}/).first();
+    const notLaunched = page.getByText(/backfill was not launched/i).first();
+    await created.or(notLaunched).waitFor({ timeout: 60_000 })
+      .catch(() => fail('neither "Created backfill" nor an error within 60 s of "Launch backfill"'));
+    if (await notLaunched.isVisible().catch(() => false)) {
+      // The UI hides the Python error behind "View error": show it in the failure.
+      let detail = '';
+      try {
+        await page.getByText('View error', { exact: true }).first().click({ timeout: 5_000 });
+        detail = (await page.getByRole('dialog').last().innerText({ timeout: 5_000 })).slice(0, 2000);
+      } catch {}
+      fail(`the UI did not launch the backfill: ${detail || 'no detail'}`);
     }
-    const shortId = (await toast.innerText()).match(/Launched run ([0-9a-f]{8})/)[1];
-    log(`UI says: launched run ${shortId}`);
+    const backfillId = (await created.innerText()).match(/Created backfill ([a-z0-9]{8})/)[1];
+    log(`UI says: created backfill ${backfillId}`);
 
-    // 4. Follow the toast to the run page.
+    // 4. Follow the toast to the backfill page.
+    const backfillUrl = `${BASE}/runs/b/${backfillId}`;
     try {
       await page.getByRole('button', { name: 'View', exact: true })
         .or(page.getByRole('link', { name: 'View', exact: true })).first().click({ timeout: 10_000 });
-      await page.waitForURL(new RegExp(`/runs/${shortId}[0-9a-f-]*`), { timeout: 20_000 });
+      await page.waitForURL(new RegExp(`/runs/b/${backfillId}`), { timeout: 20_000 });
     } catch (e) {
-      // The toast can vanish before the click lands: open the run from the Runs list instead.
-      log(`toast's "View" not usable (${String(e).split('\n')[0]}); opening the run from /runs`);
-      await page.goto(`${BASE}/runs`);
-      await page.getByRole('link', { name: shortId }).first().click();
-      await page.waitForURL(new RegExp(`/runs/${shortId}[0-9a-f-]*`));
+      // The toast can vanish before the click lands: open the backfill page directly.
+      log(`toast's "View" not usable (${String(e).split('\n')[0]}); opening ${backfillUrl}`);
+      await page.goto(backfillUrl);
     }
-    const runId = page.url().match(/\/runs\/([0-9a-f-]{36})/)[1];
-    const runUrl = page.url();
-    await page.getByText(/^(Queued|Starting|Started|Success)$/).first().waitFor()
-      .catch(() => fail(`the run page ${runUrl} shows no run status`));
-    log(`run page ${runUrl} shows the run`);
+    await page.getByText('Partition selection', { exact: true }).first().waitFor({ timeout: 30_000 })
+      .catch(() => fail(`the backfill page ${page.url()} does not show the backfill`));
+    log(`backfill page ${page.url()} shows the backfill`);
 
-    // 5. Wait (bounded) for the run to finish. The live run page (Gantt chart, log stream) keeps
-    // Chromium at ~half a core, taken from Spark on a 2-core machine: the page idles meanwhile
+    // 5. Wait (bounded) for the daemon to run the backfill: raw sources, the daily batches,
+    // the months and the unpartitioned assets, one run at a time. The live page keeps
+    // Chromium busy, taking CPU from Spark on a 2-core machine: it idles meanwhile
     // (UI_SMOKE_WATCH=1 keeps it open) and is opened again to read the outcome.
     if (process.env.UI_SMOKE_WATCH !== '1') await page.goto('about:blank');
     const runDeadline = Date.now() + RUN_TIMEOUT_MS;
-    let status = await runStatus(runId);
+    let state = await backfillState(backfillId);
     let lastLogged = '';
-    while (!['SUCCESS', 'FAILURE', 'CANCELED'].includes(status)) {
+    while (['REQUESTED', 'CANCELING'].includes(state.status)) {
+      const counts = {};
+      for (const r of state.runs) counts[r.status] = (counts[r.status] ?? 0) + 1;
+      const line = `backfill ${state.status}, runs: ${JSON.stringify(counts)}`;
       if (Date.now() > runDeadline) {
-        if (page.url() !== runUrl) await page.goto(runUrl).catch(() => {});
+        await page.goto(backfillUrl).catch(() => {});
         await page.waitForTimeout(3000);
-        await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_run_timeout.png') });
-        fail(`run ${runId} still ${status} after ${RUN_TIMEOUT_MS / 1000}s`);
+        await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_backfill_timeout.png') });
+        fail(`backfill ${backfillId} not done after ${RUN_TIMEOUT_MS / 1000}s (${line})`);
       }
-      if (status !== lastLogged) log(`run status: ${status}`);
-      lastLogged = status;
+      if (line !== lastLogged) log(line);
+      lastLogged = line;
       await sleep(2000);
-      status = await runStatus(runId);
+      state = await backfillState(backfillId);
     }
-    log(`run status (GraphQL): ${status}`);
-    // The UI must say the same.
-    if (page.url() !== runUrl) await page.goto(runUrl);
-    const uiWord = { SUCCESS: 'Success', FAILURE: 'Failure', CANCELED: 'Canceled' }[status];
-    await page.getByText(uiWord, { exact: true }).first().waitFor({ timeout: 30_000 })
-      .catch(() => fail(`GraphQL says ${status} but the run page does not show "${uiWord}"`));
-    if (status !== 'SUCCESS') {
+    const runIds = new Set(state.runs.map((r) => r.runId));
+    const failedRuns = state.runs.filter((r) => r.status !== 'SUCCESS').map((r) => `${r.runId} ${r.status}`);
+    log(`backfill status (GraphQL): ${state.status}, ${state.runs.length} runs`);
+    if (state.status !== 'COMPLETED_SUCCESS' || failedRuns.length) {
+      await page.goto(backfillUrl);
       await page.waitForTimeout(3000);
-      await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_run_failed.png') });
-      fail(`run ${runId} ended ${status}; see ${path.join(DEBUG_DIR, 'ui_smoke_run_failed.png')}`);
+      await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_backfill_failed.png') });
+      fail(`backfill ${backfillId} ended ${state.status}; runs not successful: ${failedRuns.join(', ') || 'none'}`);
     }
-    await page.getByText(`Succeeded (${ASSET_KEYS.length})`, { exact: true }).first().waitFor({ timeout: 30_000 })
-      .catch(() => fail(`the run page does not show "Succeeded (${ASSET_KEYS.length})" steps`));
-    log(`run page shows "${uiWord}", "Succeeded (${ASSET_KEYS.length})"`);
 
-    // 6. Second source of truth: every asset's latest materialization is from this run.
-    const after = await latestMaterializations();
-    const notDone = ASSET_KEYS.filter((k) => after.get(k) !== runId);
-    if (notDone.length) fail(`assets without a materialization from run ${runId}: ${notDone.join(', ')}`);
-    log(`GraphQL: all ${ASSET_KEYS.length} assets materialized by run ${runId}`);
+    // 6. The UI must say the same: "Succeeded", every asset 100% completed.
+    await shots.setViewportSize(ASSET_PAGE_VIEWPORT);
+    await shots.goto(backfillUrl);
+    await shots.getByText('Succeeded', { exact: true }).first().waitFor({ timeout: 30_000 })
+      .catch(() => fail('GraphQL says COMPLETED_SUCCESS but the backfill page does not show "Succeeded"'));
+    await shots.getByText('100% completed').nth(ASSET_KEYS.length - 1).waitFor({ timeout: 30_000 })
+      .catch(() => fail(`the backfill page does not show "100% completed" for all ${ASSET_KEYS.length} assets`));
+    for (const key of ASSET_KEYS) {
+      await shots.getByText(key.split('/').join(' / '), { exact: true }).first().waitFor({ timeout: 10_000 })
+        .catch(() => fail(`the backfill page does not list ${key}`));
+    }
+    await shots.mouse.move(5, 5);
+    await shots.waitForTimeout(1000);
+    await shots.screenshot({ path: path.join(SHOT_DIR, 'backfill.png') });
+    log(`backfill page shows "Succeeded", 100% completed for all ${ASSET_KEYS.length} assets; screenshot backfill.png`);
+    await shots.setViewportSize(VIEWPORT);
 
-    // 7. The asset page: latest materialization, row count, schema, Delta version, preview.
+    // 7. Second source of truth (GraphQL): every partition materialized, none failed, and
+    // every unpartitioned asset's latest materialization from a run of this backfill.
+    const after = await assetStates();
+    const problems = [];
+    for (const key of ASSET_KEYS) {
+      const { runId, stats } = after.get(key);
+      if (key in PARTITIONS) {
+        const want = PARTITIONS[key];
+        if (!stats || stats.numPartitions !== want || stats.numMaterialized !== want || stats.numFailed !== 0) {
+          problems.push(`${key}: partitions ${JSON.stringify(stats)}, expected ${want} materialized`);
+        }
+      } else if (!runIds.has(runId)) {
+        problems.push(`${key}: latest materialization from run ${runId}, not from backfill ${backfillId}`);
+      }
+    }
+    if (problems.length) fail(`after the backfill:\n  ${problems.join('\n  ')}`);
+    log(`GraphQL: all ${ASSET_KEYS.length} assets materialized by backfill ${backfillId} `
+      + `(${Object.entries(PARTITIONS).map(([k, n]) => `${k}: ${n}/${n} partitions`).join(', ')})`);
+
+    // 8. The asset page: latest partition, row count, schema, Delta version, preview.
     await screenshotAssetPage(shots, path.join(SHOT_DIR, 'asset_metadata.png'));
 
-    // 8. The graph again, now that every asset is materialized.
+    // 9. The daily partitions of staging/orders, all materialized.
+    await screenshotPartitions(shots, path.join(SHOT_DIR, 'asset_partitions.png'));
+
+    // 10. The graph again, now that every asset is materialized.
     await screenshotGraph(shots, path.join(SHOT_DIR, 'asset_graph_materialized.png'));
 
-    log(`PASS: run ${runId} materialized all ${ASSET_KEYS.length} assets from the UI`);
+    log(`PASS: backfill ${backfillId} (${state.runs.length} runs) materialized all ${ASSET_KEYS.length} assets from the UI`);
   } catch (e) {
     const shot = path.join(DEBUG_DIR, 'ui_smoke_failure.png');
     await page.screenshot({ path: shot }).then(() => log(`failure screenshot: ${shot} (page ${page.url()})`)).catch(() => {});

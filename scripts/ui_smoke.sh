@@ -6,14 +6,17 @@
 # Installs what it needs, idempotently (Debian's chromium through apt-get when
 # /usr/bin/chromium is missing; playwright-core from npm into scripts/ui/node_modules;
 # the Python side through scripts/setup.sh), starts `dagster dev` on 127.0.0.1 with a
-# throwaway DAGSTER_HOME and lake (the user's .assetlake/ is never touched), and runs
-# scripts/ui_smoke.mjs: the asset keys are listed, "Materialize all" is clicked in the UI,
-# the run must succeed, and docs/img/asset_graph.png, asset_graph_materialized.png and
-# asset_metadata.png are written. `dagster dev` is always stopped at the end. Exits
-# non-zero on any failure; the temp dir (dagster log, failure screenshots) is then kept.
+# throwaway DAGSTER_HOME (with the repo's scripts/dagster.yaml: one run at a time) and lake
+# (the user's .assetlake/ is never touched), and runs scripts/ui_smoke.mjs: the asset keys
+# are listed, "Materialize all…" is clicked, then "Launch backfill" in the dialog Dagster
+# opens for partitioned assets (all partitions); the daemon's batch runs must all succeed
+# and every partition be materialized; docs/img/asset_graph.png, backfill.png,
+# asset_metadata.png, asset_partitions.png and asset_graph_materialized.png are written.
+# `dagster dev` is always stopped at the end. Exits non-zero on any failure; the temp dir
+# (dagster log, failure screenshots) is then kept.
 #
-# Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (default 300),
-# UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
+# Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (the backfill's
+# time limit, default 480), UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,7 +59,9 @@ export DAGSTER_HOME="$tmp/dagster_home"
 export ASSETLAKE_LAKE_ROOT="$tmp/lake"
 unset ASSETLAKE_PROJECT_DIR # the bundled demo, whatever the caller's shell says
 mkdir -p "$DAGSTER_HOME" "$ASSETLAKE_LAKE_ROOT"
-printf 'telemetry:\n  enabled: false\n' >"$DAGSTER_HOME/dagster.yaml"
+# The instance scripts/dev.sh gives users: max_concurrent_runs 1 (every run is its own Spark
+# JVM; Delta's local-disk log store is only exclusive inside one JVM), no telemetry.
+cp scripts/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
 
 port=${UI_SMOKE_PORT:-$("$repo/.venv/bin/python" -c \
   'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
@@ -128,4 +133,4 @@ done
 
 # --- 3. The browser. --------------------------------------------------------------------
 UI_SMOKE_DEBUG_DIR="$tmp" node "$repo/scripts/ui_smoke.mjs" "$url" "$shot_dir"
-say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png asset_graph_materialized.png asset_metadata.png | tr '\n' ' ')"
+say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_partitions.png asset_graph_materialized.png | tr '\n' ' ')"
