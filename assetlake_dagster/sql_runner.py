@@ -5,6 +5,7 @@ markers (``spark.sql(query, args={...})``).
 """
 
 import datetime as dt
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from functools import reduce
@@ -18,6 +19,7 @@ from assetlake_dagster.annotations import convert_value
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.partitions import PartitionSlice, with_partition_key
 from assetlake_dagster.lake import Lake, is_history_table, register_current_view, register_table
+from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
     ArgumentSpec,
@@ -143,11 +145,40 @@ def run_sql_slices(
     """
     if len(slices) == 1:
         return run_sql_file(spark, spec, {**args, **slices[0].bindings()})
+    # Each partition re-runs the setup statements, so a temp view they create is
+    # redefined for the next partition. Classic DataFrames are analyzed when created and
+    # keep the definitions they were made with; Spark Connect DataFrames are client-side
+    # plans that the server analyzes only when the write runs, by then against the last
+    # partition's views, so every part would read the last partition's rows.
+    pin = bool(spec.setup) and is_connect_session(spark)
     parts = []
-    for piece in slices:
+    for index, piece in enumerate(slices):
         rows = run_sql_file(spark, spec, {**args, **piece.bindings()})
-        parts.append(with_partition_key(spark, rows, piece.key))
+        part = with_partition_key(spark, rows, piece.key)
+        parts.append(_pin_part(spark, spec, part, piece.key, index) if pin else part)
     return reduce(DataFrame.unionByName, parts)
+
+
+def _pin_part(spark: SparkSession, spec: SqlAssetSpec, part: DataFrame, key: str, index: int) -> DataFrame:
+    """``part`` analyzed on the Connect server now, read back through a temp view.
+
+    A temp view registered from a DataFrame stores the *analyzed* plan, so the setup
+    views it reads are resolved at this point and later redefinitions cannot reach it.
+    The view is a plan, not data: the batch stays one query and one commit. The name is
+    per asset and batch position (not per run), so the next batch of the asset replaces
+    these views instead of piling up plans that hold old Delta snapshots; the Connect
+    session is per process, and one process never runs the same asset twice at once.
+    """
+    digest = hashlib.sha1(str(spec.uri).encode("utf-8")).hexdigest()[:12]
+    name = f"_assetlake_part_{digest}_{index}"
+    try:
+        part.createOrReplaceTempView(name)
+    except PySparkException as exc:
+        raise AssetlakeError(
+            f"{display_path(spec.path)}:{spec.select.line}: Spark rejected the statement for partition {key!r}: {exc}",
+            allow_retries=False,
+        ) from exc
+    return spark.table(name)
 
 
 def run_sql_file(spark: SparkSession, spec: SqlAssetSpec, args: Mapping[str, Any]) -> Optional[DataFrame]:

@@ -6,6 +6,7 @@ session, beside the classic session other modules use. Never skipped: if the ser
 cannot start, the fixture fails with the server's log tail.
 """
 
+import datetime as dt
 import json
 import os
 
@@ -16,6 +17,7 @@ import pytest
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
 from assetlake_dagster.io_manager import DeltaIOManager, managed_write
+from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark_session import connect_session, is_connect_session
 
@@ -274,3 +276,169 @@ def test_history_over_spark_connect(remote, lake_root, tmp_path):
         (1, "MERGE", stamp(second_run.run_id, "dim/customer")),
         (0, "WRITE", stamp(first_run.run_id, "dim/customer")),
     ]
+
+
+BATCH_PROJECT = os.path.join(os.path.dirname(__file__), "projects", "connect_batch")
+AUDITED_PROJECT = os.path.join(os.path.dirname(__file__), "projects", "connect_audited")
+DAYS = [f"2024-01-0{d}" for d in range(1, 6)]
+
+
+def day_events(spark, lake_root):
+    """``raw/events``: day N of January 2024 has N events, ids ``N*100+i``."""
+    rows = [
+        (d * 100 + i, dt.date(2024, 1, d), float(i))
+        for d in range(1, len(DAYS) + 1)
+        for i in range(d)
+    ]
+    spark.createDataFrame(rows, "event_id BIGINT, day DATE, amount DOUBLE").write.format("delta").save(
+        os.path.join(lake_root, "raw", "events")
+    )
+    return {f"2024-01-0{d}": sorted(r[0] for r in rows if r[1].day == d) for d in range(1, len(DAYS) + 1)}
+
+
+def by_partition(spark, lake_root, table):
+    """``{partition key: rows}`` of a lake table, read through the server."""
+    rows = spark.read.format("delta").load(os.path.join(lake_root, *table.split("/"))).collect()
+    grouped = {}
+    for r in rows:
+        grouped.setdefault(r[PARTITION_COLUMN], []).append(r)
+    return grouped
+
+
+def test_with_partition_key_binds_the_key_over_spark_connect(remote):
+    """The ``rows=`` DataFrame argument and the bound key both travel to the server."""
+    _, spark = remote
+    rows = spark.createDataFrame([(1,), (2,)], "id INT")
+    # A payload that would change the query if it were spliced into the SQL text.
+    key = "a\\' OR 1=1 --"
+    keyed = with_partition_key(spark, rows, key)
+    assert is_connect_session(keyed)
+    assert sorted(tuple(r) for r in keyed.collect()) == [(1, key), (2, key)]
+
+
+def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(remote, lake_root):
+    """A backfill batch re-creates the file's temp views per partition; over Connect the
+    parts are lazy client-side plans, and each must still read its own partition's views.
+
+    Two files with the same views run in the batch: one written as is, one audited first
+    (its custom test binds ``{partition}`` and runs once per partition of the batch).
+    """
+    resource, spark = remote
+    expected = day_events(spark, lake_root)
+    defs = build_definitions(BATCH_PROJECT, spark=resource)
+    instance = dg.DagsterInstance.ephemeral()
+    tables = ["mart/day_view", "mart/day_view_audited"]
+    assets = [dg.AssetKey(t.split("/")) for t in tables]
+    job = defs.resolve_implicit_job_def_def_for_assets(assets)
+
+    batch = job.execute_in_process(
+        instance=instance,
+        asset_selection=assets,
+        tags={"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]},
+        raise_on_error=False,
+    )
+    evaluations = [e.asset_check_evaluation_data for e in batch.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert {c.check_name for c in evaluations} == {"unique_event_id", "custom_own_day"}
+    assert [c.check_name for c in evaluations if not c.passed] == []
+    # The {partition}-bound test ran on every partition's own rows: 1 + 2 + ... + 5 in all.
+    own_day = [c.metadata["rows_tested"].value for c in evaluations if c.check_name == "custom_own_day"]
+    assert sum(own_day) == sum(len(ids) for ids in expected.values())
+    assert batch.success
+    parts = {table: by_partition(spark, lake_root, table) for table in tables}
+    for table in tables:
+        assert sorted(parts[table]) == DAYS, table
+        for day in DAYS:
+            rows = parts[table][day]
+            # Its own events (not the last day's), each with its own day's view-of-view count.
+            assert sorted(r.event_id for r in rows) == expected[day], (table, day)
+            assert {(str(r.day), r.day_rows) for r in rows} == {(day, len(expected[day]))}, (table, day)
+        counts = {
+            e.materialization.partition: e.materialization.metadata["dagster/row_count"].value
+            for e in batch.get_asset_materialization_events()
+            if e.asset_key.to_user_string() == table
+        }
+        assert counts == {day: len(expected[day]) for day in DAYS}, table
+        # The whole batch is one Delta commit, stamped with the run and the slice.
+        ((version, operation, user_metadata),) = history(spark, lake_root, table)
+        assert (version, operation) == (0, "WRITE"), table
+        assert json.loads(user_metadata)["assetlake"]["run_id"] == batch.run_id
+        assert json.loads(user_metadata)["assetlake"]["partition"] == f"{DAYS[0]}...{DAYS[-1]}"
+
+    # One partition again (the single-partition path): replaced alone, the others untouched.
+    single = job.execute_in_process(instance=instance, asset_selection=assets, partition_key=DAYS[1])
+    assert single.success
+    for table in tables:
+        assert [v for v, _, _ in history(spark, lake_root, table)] == [1, 0], table
+        again = by_partition(spark, lake_root, table)
+        assert {d: sorted(map(tuple, again[d])) for d in DAYS} == {d: sorted(map(tuple, parts[table][d])) for d in DAYS}
+
+
+GOOD_ORDERS = [(1, 10, 5.0), (2, 11, 7.5), (3, 10, 1.0)]
+#: One bad row per blocking test: the row, the check it trips, and what the message says.
+BAD_ORDERS = [
+    ((1, 12, 2.0), "unique_order_id", "1 failing value, e.g. 1 x2"),
+    ((4, None, 2.0), "not_null_customer_id", "1 failing row, e.g. {order_id: 4"),
+    ((4, 12, -2.0), "custom_no_negative_amounts", "1 failing row, e.g. {order_id: 4, amount: -2.0}"),
+]
+
+
+def test_data_tests_over_spark_connect_audit_before_the_commit(remote, lake_root):
+    """Built-in and custom (``{this}``) tests run on the server against the staged rows;
+    a blocking failure names the test, writes nothing and skips downstream."""
+    resource, spark = remote
+    orders_path = os.path.join(lake_root, "raw", "orders")
+
+    def source(rows):
+        df = spark.createDataFrame(rows, "order_id INT, customer_id INT, amount DOUBLE")
+        df.write.format("delta").mode("overwrite").save(orders_path)
+
+    selection = ["mart/orders", "mart/order_totals"]
+    # A retry policy, so "not retried" is something the run could get wrong.
+    retrying = dg.define_asset_job(
+        "audited", selection=[dg.AssetKey(s.split("/")) for s in selection], op_retry_policy=dg.RetryPolicy(max_retries=2)
+    )
+    defs = dg.Definitions.merge(build_definitions(AUDITED_PROJECT, spark=resource), dg.Definitions(jobs=[retrying]))
+    instance = dg.DagsterInstance.ephemeral()
+
+    source(GOOD_ORDERS)
+    passed, metadata = run(defs, selection, instance)
+    assert passed.success and set(metadata) == set(selection)
+    checks = {
+        e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
+        for e in passed.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    assert {name: c.passed for name, c in checks.items()} == {
+        "unique_order_id": True,
+        "not_null_customer_id": True,
+        "custom_no_negative_amounts": True,
+    }
+    assert checks["custom_no_negative_amounts"].metadata["rows_tested"].value == 3
+    assert [v for v, _, _ in history(spark, lake_root, "mart/orders")] == [0]
+    assert [v for v, _, _ in history(spark, lake_root, "mart/order_totals")] == [0]
+
+    for bad_row, test, expected in BAD_ORDERS:
+        source(GOOD_ORDERS + [bad_row])
+        failed = defs.resolve_job_def("audited").execute_in_process(instance=instance, raise_on_error=False)
+        assert not failed.success, test
+        (failure,) = failed.get_step_failure_events()
+        message = failure.step_failure_data.user_failure_data.description
+        assert f"data test {test} (" in message and expected in message, message
+        assert "Nothing was written: the table stays at version 0" in message, message
+        assert failure.step_failure_data.user_failure_data.metadata["failed_tests"].value == [test]
+        checks = {
+            e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed
+            for e in failed.all_events
+            if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        }
+        assert [name for name, ok in checks.items() if not ok] == [test]
+        # Not retried despite the policy; the table keeps its version; downstream never started.
+        assert [e for e in failed.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"] == [], test
+        assert failed.get_asset_materialization_events() == [], test
+        assert [v for v, _, _ in history(spark, lake_root, "mart/orders")] == [0], test
+        assert [v for v, _, _ in history(spark, lake_root, "mart/order_totals")] == [0], test
+        started = [e.step_key for e in failed.all_events if e.event_type_value == "STEP_START"]
+        assert started == ["sql__mart__orders"], test
+
+    rows = spark.read.format("delta").load(os.path.join(lake_root, "mart", "orders")).collect()
+    assert sorted(tuple(r) for r in rows) == GOOD_ORDERS
