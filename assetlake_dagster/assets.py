@@ -1,6 +1,7 @@
 """SQL files -> Dagster assets whose compute runs the SQL and hands the rows to the IO manager."""
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional
 
 import dagster as dg
 
@@ -19,11 +20,15 @@ from assetlake_dagster.sql_runner import (
 )
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.data_tests import (
+    AssetCheckEvaluationTargetMaterializationData,
+    TestOutcome,
     audit_failure,
     blocking_failures,
     check_specs,
     committed_scope,
     evaluate_run,
+    refuse_run_retries,
+    restore_run_retries,
     staged_scope,
 )
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget
@@ -63,10 +68,17 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         config_schema=argument_config_schema(spec.arguments),
         partitions_def=asset_spec.partitions_def,
         backfill_policy=backfill_policy(spec.partitions) if spec.partitions else None,
-        check_specs=check_specs(spec, asset_spec.key),
+        check_specs=check_specs(spec, asset_spec.key, asset_spec.partitions_def),
         can_subset=tested,
     )
     def _sql_asset(context: dg.AssetExecutionContext):
+        restore_run_retries(context.instance, context.run_id)
+        if spec.partitions and not (context.has_partition_key or context.has_partition_key_range):
+            # Dagster launches a check-only run of a partitioned asset without a partition
+            # if asked to; its partition keys would fail below with an internal error.
+            raise dg.Failure(
+                f"{spec.uri} is partitioned: run it, or its checks, for one or more partitions.", allow_retries=False
+            )
         resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
         spark = resource.get_session()
         lake = resource.lake
@@ -87,10 +99,14 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
             scope, scope_text = committed_scope(spark, lake, spec, partitions)
             if scope is None:
                 raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
-            for outcome in evaluate_run(spark, lake, tests, scope, scope_text, args, slices):
-                yield outcome.check_result(asset_spec.key)
+            outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+            if blocking_failures(outcomes):
+                # Dagster fails the step for a failed blocking check; retrying cannot help.
+                refuse_run_retries(context.instance, context.run_id)
+            yield from _check_events(context, asset_spec.key, outcomes)
             return
         df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
+        outcomes = []
         if tests:
             # Audit before publish: the tests see exactly the rows the write will commit
             # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
@@ -101,16 +117,69 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
             for outcome in outcomes:
                 if not outcome.passed:
                     context.log.warning(outcome.message(str(spec.uri)))
-                yield outcome.check_result(asset_spec.key)
             if blocking_failures(outcomes):
+                # Nothing is written: the results judge the table as it stays.
+                yield from _check_events(context, asset_spec.key, outcomes)
+                refuse_run_retries(context.instance, context.run_id)
                 raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
-        yield dg.Output(
+        output = dg.Output(
             df,
             output_name=output_name,
             metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
         )
+        if slices:
+            # Partitioned checks report after the write: Dagster shows a partition's check
+            # status only while the evaluation targets that partition's latest
+            # materialization, which the write below creates (the tests ran before it).
+            yield output
+            yield from _check_events(context, asset_spec.key, outcomes)
+        else:
+            # Unpartitioned: as before the write (Dagster counts an evaluation from the run
+            # that materialized the asset as current).
+            yield from _check_events(context, asset_spec.key, outcomes)
+            yield output
 
     return _sql_asset
+
+
+def _check_events(
+    context: dg.AssetExecutionContext, key: dg.AssetKey, outcomes: Sequence[TestOutcome]
+) -> Iterator[Any]:
+    """The check results of ``outcomes``, each recorded for its partition (if any).
+
+    Dagster gives an ``AssetCheckResult`` the ``dagster/partition`` of the run, which a
+    partition range run (a batch, even of one key) does not have. There we yield one
+    ``AssetCheckEvaluation`` per check per partition ourselves, plus once per check the
+    (empty) output a result would have produced: downstream steps gated on a blocking
+    check wait for that output.
+    """
+    outputs_done: set[str] = set()
+    targets: dict[str, Optional[AssetCheckEvaluationTargetMaterializationData]] = {}
+    for outcome in outcomes:
+        if outcome.partition is None or context.has_partition_key:
+            yield outcome.check_result(key)
+            continue
+        output_name = context.assets_def.get_output_name_for_asset_check_key(dg.AssetCheckKey(key, outcome.test.name))
+        if output_name not in outputs_done:
+            outputs_done.add(output_name)
+            yield dg.Output(None, output_name=output_name)
+        if outcome.partition not in targets:
+            targets[outcome.partition] = _latest_materialization(context.instance, key, outcome.partition)
+        yield outcome.check_evaluation(key, targets[outcome.partition])
+
+
+def _latest_materialization(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str
+) -> Optional[AssetCheckEvaluationTargetMaterializationData]:
+    """The partition's latest materialization (what ``AssetCheckResult`` looks up for one)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
+    ).records
+    if not records:
+        return None
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=records[0].storage_id, run_id=records[0].run_id, timestamp=records[0].timestamp
+    )
 
 
 def _selected_tests(context: dg.AssetExecutionContext, spec: SqlAssetSpec, key: dg.AssetKey) -> list:
