@@ -31,7 +31,7 @@ from assetlake_dagster.spec import (
 from assetlake_dagster.writes.commit import current_version
 
 _TEMP_VIEW_RE = re.compile(
-    r"^\s*CREATE\s+(?P<replace>OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s+"
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s+"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+AS\s+(?P<query>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -116,15 +116,14 @@ def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, a
     """Run one statement with only the arguments it references bound."""
     used = {name: args[name] for name in stmt.parameters if name in args}
     try:
-        view = _TEMP_VIEW_RE.match(stmt.sql) if used else None
+        view = _TEMP_VIEW_RE.match(stmt.sql)
         if view:
             # Spark refuses parameter markers inside CREATE VIEW; binding the query and
-            # registering its DataFrame gives the same view with the values bound.
-            df = spark.sql(view.group("query"), args=used)
-            if view.group("replace"):
-                df.createOrReplaceTempView(view.group("name"))
-            else:
-                df.createTempView(view.group("name"))
+            # registering its DataFrame gives the same view with the values bound. Always
+            # replaced: a batch runs the setup once per partition, and one process may run
+            # the asset again, where a second CREATE TEMP VIEW of the name would fail.
+            df = spark.sql(view.group("query"), args=used or None)
+            df.createOrReplaceTempView(view.group("name"))
             return df
         return spark.sql(stmt.sql, args=used or None)
     except PySparkException as exc:

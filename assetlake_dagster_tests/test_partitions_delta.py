@@ -246,3 +246,26 @@ def test_a_conflict_is_retried_a_bounded_number_of_times():
         write_with_retries(hopeless, None, None, target("/l", WriteStrategy.REPLACE, "r", ["a"]))
     assert hopeless.calls == MAX_ATTEMPTS
     assert not is_write_conflict(ValueError("boom on the last row"))
+
+
+def test_a_batch_reruns_plain_temp_views_once_per_partition(spark):
+    """`CREATE TEMP VIEW` (without OR REPLACE) runs once per partition of a batch, and again
+    when the same process runs the file again: each time it replaces the view, and each
+    partition reads its own key through it (a payload key included)."""
+    from assetlake_dagster.partitions import PartitionSlice
+    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.sql_runner import run_sql_slices
+
+    text = (
+        "-- materialize delta://s/keyed\n"
+        "-- partitioned static a,b,x' OR '1'='1\n\n"
+        "CREATE TEMP VIEW picked AS SELECT {partition} AS k;\n"
+        "CREATE TEMP VIEW doubled AS SELECT concat(k, k) AS kk FROM picked;\n"
+        "SELECT k, kk FROM picked CROSS JOIN doubled\n"
+    )
+    spec, problems = parse_file("keyed.sql", text)
+    assert spec is not None, problems
+    keys = ["a", "b", PAYLOADS[0]]
+    for _ in range(2):  # the second time, the views already exist in the session
+        rows = run_sql_slices(spark, spec, {}, [PartitionSlice(k) for k in keys]).collect()
+        assert sorted(tuple(r) for r in rows) == sorted((k, k + k, k) for k in keys)
