@@ -19,10 +19,24 @@
 // (asset_metadata.png), the partitions of staging/orders (asset_partitions.png) and the
 // graph again, now materialized (asset_graph_materialized.png).
 //
+// Then a failing data test, as the README tells users to watch one: raw/customers +
+// analytics/customers are launched exactly as the launchpad launches them (the
+// LaunchPipelineExecution mutation on the implicit __ASSET_JOB, with their checks and the run
+// config {"ops": {"raw__customers": {"config": {"duplicate_customer_id": 7}}}}); the run must
+// end FAILURE, its step failure saying "data test unique_customer_id … Nothing was written";
+// GraphQL must still report the backfill's materialization as analytics/customers' latest and
+// the failed evaluation as the check's latest execution; the asset's Checks tab must show
+// unique_customer_id Failed with its metadata (failing 1, samples "7 x2" in the JSON dialog)
+// (failed_check.png). Finally "Execute all" on that tab runs the checks on their own against
+// the committed table (no duplicate: the bad write was blocked): the run must succeed, every
+// check pass on the committed table with no new materialization (GraphQL), and the tab show
+// unique_customer_id Succeeded / Passed.
+//
 // Playwright uses the system Chromium (/usr/bin/chromium, or $CHROMIUM_PATH); it never
 // downloads a browser. Every request that is not to the Dagster server is aborted.
 //
 // Environment: UI_SMOKE_RUN_TIMEOUT_S (the backfill's time limit, default 480),
+// UI_SMOKE_STEP_TIMEOUT_S (the time limit of each later single run, default 600),
 // UI_SMOKE_DEBUG_DIR (failure screenshots go there; default: the screenshot dir),
 // UI_SMOKE_WATCH=1 (keep the live backfill page open while it runs instead of reopening it
 // at the end), UI_SMOKE_HEADFUL=1.
@@ -66,6 +80,17 @@ const METADATA_ASSET = 'analytics/monthly_revenue';
 const PARTITIONS_ASSET = 'staging/orders';
 const VIEWPORT = { width: 1400, height: 900 };
 const ASSET_PAGE_VIEWPORT = { width: 1600, height: 900 }; // wide enough for the preview table
+// The data test the README tells users to watch (customers.sql: `-- data_test unique
+// customer_id`): a duplicate customer injected through raw/customers' run config
+// (sources.py) must fail it before the merge into analytics/customers commits.
+const CHECK_ASSET = 'analytics/customers';
+const CHECK_NAME = 'unique_customer_id';
+const BAD_WRITE_ASSETS = ['raw/customers', CHECK_ASSET];
+// What a user types into the launchpad's config editor (the launchpad sends its text):
+// {"ops": {"raw__customers": {"config": {"duplicate_customer_id": 7}}}}.
+const BAD_WRITE_RUN_CONFIG = 'ops:\n  raw__customers:\n    config:\n      duplicate_customer_id: 7\n';
+const BAD_WRITE_SAMPLE = '7 x2'; // the failing value and its count, in the check's `samples`
+const STEP_TIMEOUT_MS = Number(process.env.UI_SMOKE_STEP_TIMEOUT_S || 600) * 1000; // per single run
 
 const t0 = Date.now();
 const log = (...a) => console.log(`[ui_smoke +${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
@@ -131,6 +156,303 @@ async function assetStates() {
       .filter((n) => n.repository.location.name === LOCATION)
       .map((n) => [n.assetKey.path.join('/'), { runId: n.assetMaterializations[0]?.runId ?? null, stats: n.partitionStats }]),
   );
+}
+
+const metadataValue = (entries, label) => {
+  const e = (entries ?? []).find((m) => m.label === label);
+  return e ? (e.intValue ?? e.text ?? e.jsonString ?? null) : undefined;
+};
+
+/** An asset's latest materialization and, per check, its latest execution (what the Checks tab shows). */
+async function checkState(key) {
+  const data = await graphql(
+    `query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { __typename ... on AssetNode {
+      assetMaterializations(limit: 1) { runId timestamp }
+      assetChecksOrError { __typename ... on AssetChecks { checks { name
+        executionForLatestMaterialization { runId status evaluation { success metadataEntries { label
+          ... on IntMetadataEntry { intValue } ... on TextMetadataEntry { text } ... on JsonMetadataEntry { jsonString } } } } } } } } } }`,
+    { key: { path: key.split('/') } },
+  );
+  const node = data.assetNodeOrError;
+  if (node.__typename !== 'AssetNode') fail(`asset ${key}: ${node.__typename}`);
+  if (node.assetChecksOrError.__typename !== 'AssetChecks') fail(`asset ${key}: checks ${node.assetChecksOrError.__typename}`);
+  return {
+    materialization: node.assetMaterializations[0] ?? null,
+    checks: new Map(node.assetChecksOrError.checks.map((c) => [c.name, c.executionForLatestMaterialization])),
+  };
+}
+
+/**
+ * Launches a run of `keys` with `runConfigYaml` exactly as the launchpad does (shift-click
+ * "Materialize" → "Launch run"): the LaunchPipelineExecution mutation on the assets' common
+ * job (the implicit __ASSET_JOB), the assets and all their checks in that job selected
+ * (LaunchAssetExecutionButton's session presets; LaunchpadSession's buildExecutionVariables).
+ */
+async function launchLikeTheLaunchpad(keys, runConfigYaml) {
+  const data = await graphql(
+    `query($keys: [AssetKeyInput!]) { assetNodes(assetKeys: $keys) { assetKey { path } jobNames
+      repository { name location { name } }
+      assetChecksOrError { __typename ... on AssetChecks { checks { name jobNames } } } } }`,
+    { keys: keys.map((k) => ({ path: k.split('/') })) },
+  );
+  const nodes = data.assetNodes;
+  const found = nodes.map((n) => n.assetKey.path.join('/'));
+  if (keys.some((k) => !found.includes(k))) fail(`assets to launch not found (GraphQL): wanted ${keys.join(', ')}, got ${found.join(', ')}`);
+  const jobName = nodes[0].jobNames.find((j) => nodes.every((n) => n.jobNames.includes(j)));
+  if (!jobName) fail(`no job in common to ${keys.join(', ')}`);
+  const checks = nodes.flatMap((n) => (n.assetChecksOrError.checks ?? [])
+    .filter((c) => c.jobNames.length === 0 || c.jobNames.includes(jobName))
+    .map((c) => ({ assetKey: { path: n.assetKey.path }, name: c.name })));
+  const executionParams = {
+    runConfigData: runConfigYaml,
+    selector: {
+      repositoryLocationName: nodes[0].repository.location.name,
+      repositoryName: nodes[0].repository.name,
+      pipelineName: jobName,
+      assetSelection: nodes.map((n) => ({ path: n.assetKey.path })),
+      assetCheckSelection: checks,
+    },
+    mode: 'default',
+    executionMetadata: { tags: [] },
+  };
+  const launched = (await graphql(
+    `mutation LaunchPipelineExecution($executionParams: ExecutionParams!) {
+      launchPipelineExecution(executionParams: $executionParams) { __typename
+        ... on LaunchRunSuccess { run { id pipelineName } }
+        ... on PipelineNotFoundError { message } ... on InvalidSubsetError { message }
+        ... on RunConfigValidationInvalid { errors { message } } ... on PythonError { message } } }`,
+    { executionParams },
+  )).launchPipelineExecution;
+  if (launched.__typename !== 'LaunchRunSuccess') {
+    fail(`launching ${keys.join(' + ')} failed: ${launched.__typename} ${launched.message ?? JSON.stringify(launched.errors ?? '')}`);
+  }
+  log(`launched run ${launched.run.id} of ${launched.run.pipelineName}: ${keys.join(' + ')} `
+    + `and ${checks.length} checks, run config ${JSON.stringify(runConfigYaml)}`);
+  return launched.run.id;
+}
+
+/** Waits (bounded) until run `runId` ends; returns its status and step stats. `page` idles meanwhile. */
+async function waitForRun(page, runId, what, timeoutMs = STEP_TIMEOUT_MS) {
+  const query = `query($id: ID!) { runOrError(runId: $id) { __typename
+    ... on Run { status stepStats { stepKey status } } ... on RunNotFoundError { message } ... on PythonError { message } } }`;
+  const deadline = Date.now() + timeoutMs;
+  let lastLogged = '';
+  for (;;) {
+    const run = (await graphql(query, { id: runId })).runOrError;
+    if (run.__typename !== 'Run') fail(`${what} (run ${runId}): ${run.__typename} ${run.message ?? ''}`);
+    const steps = run.stepStats.map((s) => `${s.stepKey} ${s.status}`).join(', ');
+    const line = `${what}: run ${runId.slice(0, 8)} ${run.status}${steps ? ` (${steps})` : ''}`;
+    if (line !== lastLogged) log(line);
+    lastLogged = line;
+    if (['SUCCESS', 'FAILURE', 'CANCELED'].includes(run.status)) return run;
+    if (Date.now() > deadline) {
+      await page.goto(`${BASE}/runs/${runId}`).catch(() => {});
+      await page.waitForTimeout(3000);
+      await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_run_timeout.png') }).catch(() => {});
+      fail(`${what}: run ${runId} not done after ${timeoutMs / 1000}s (${line})`);
+    }
+    await sleep(2000);
+  }
+}
+
+/** A run's step failures (their error messages) and the asset keys it materialized, from its event log. */
+async function runOutcome(runId) {
+  const failures = [];
+  const materialized = [];
+  let cursor = null;
+  for (let page = 0; page < 50; page++) {
+    const conn = (await graphql(
+      `query($id: ID!, $cursor: String) { runOrError(runId: $id) { __typename ... on Run {
+        eventConnection(afterCursor: $cursor) { cursor hasMore events { __typename
+          ... on ExecutionStepFailureEvent { stepKey error { message } }
+          ... on MaterializationEvent { assetKey { path } } } } } } }`,
+      { id: runId, cursor },
+    )).runOrError.eventConnection;
+    for (const e of conn.events) {
+      if (e.__typename === 'ExecutionStepFailureEvent') failures.push({ stepKey: e.stepKey, message: e.error?.message ?? '' });
+      if (e.__typename === 'MaterializationEvent') materialized.push(e.assetKey.path.join('/'));
+    }
+    cursor = conn.cursor;
+    if (!conn.hasMore) break;
+  }
+  return { failures, materialized };
+}
+
+/** The Checks tab's "Evaluation result" of the selected check's latest execution ("Passed", "Failed"…). */
+async function evaluationResult(page) {
+  const label = page.getByText('Evaluation result', { exact: true }).first();
+  await label.waitFor({ timeout: 30_000 }).catch(() => fail('no "Evaluation result" on the Checks tab'));
+  // The innermost box holding the label and the result tag (ancestors come first in document order).
+  const box = page.locator('div', { has: page.getByText('Evaluation result', { exact: true }) }).filter({ hasText: /Evaluation result\s*\S/ }).last();
+  return (await box.innerText()).replace('Evaluation result', '').trim().split('\n')[0].trim();
+}
+
+/** The Checks tab of CHECK_ASSET, CHECK_NAME selected: its latest execution failed, with its metadata. */
+async function screenshotFailedCheck(page, file) {
+  await page.goto(`${BASE}/assets/${CHECK_ASSET}`);
+  // As a user: the asset page, its "Checks" tab, the check in the tab's list.
+  await page.getByRole('tab', { name: /^Checks/ }).or(page.getByText('Checks', { exact: true })).first().click({ timeout: 60_000 })
+    .catch(() => fail(`no "Checks" tab on the asset page of ${CHECK_ASSET}`));
+  await page.waitForURL(/view=checks/, { timeout: 20_000 })
+    .catch(() => fail(`the "Checks" tab of ${CHECK_ASSET} did not open (page ${page.url()})`));
+  const listed = page.getByTitle(CHECK_NAME, { exact: true }).first();
+  await listed.waitFor({ timeout: 30_000 }).catch(() => fail(`check ${CHECK_NAME} not listed on the Checks tab of ${CHECK_ASSET}`));
+  await listed.click();
+  await page.waitForURL(new RegExp(`checkDetail=${CHECK_NAME}`), { timeout: 20_000 })
+    .catch(() => fail(`clicking ${CHECK_NAME} on the Checks tab did not select it (page ${page.url()})`));
+  // The list row says "Failed"; the detail pane's latest execution too, with the check's metadata.
+  const rowStatus = await listed.locator('..').innerText();
+  if (!/\bFailed\b/.test(rowStatus)) fail(`the Checks tab lists ${CHECK_NAME} as "${rowStatus.replace(/\s+/g, ' ')}", not Failed`);
+  await page.getByText('Latest execution', { exact: true }).first().waitFor({ timeout: 30_000 })
+    .catch(() => fail(`no "Latest execution" for ${CHECK_NAME} on the Checks tab`));
+  // The metadata table: one row per entry, label then value ("failing 1", "samples [Show JSON]").
+  const metadata = page.locator('table').filter({ hasText: 'rows_tested' }).last();
+  await metadata.waitFor({ timeout: 30_000 }).catch(() => fail(`no metadata shown for ${CHECK_NAME}'s latest execution`));
+  const rows = Object.fromEntries((await metadata.locator('tr').allInnerTexts())
+    .map((t) => t.split(/\t|\n/).map((s) => s.trim()).filter(Boolean))
+    .map(([label, ...value]) => [label, value.join(' ')]));
+  log(`Checks tab, ${CHECK_NAME}: list says "${rowStatus.split('\n').pop().trim()}", metadata ${JSON.stringify(rows)}`);
+  const result = await evaluationResult(page);
+  if (result !== 'Failed') fail(`the latest execution of ${CHECK_NAME} shows evaluation result "${result}", not Failed`);
+  if (rows.failing !== '1') fail(`${CHECK_NAME}'s metadata shows failing=${rows.failing}, expected 1`);
+  // `samples` is JSON metadata: "[Show JSON]" opens it in a dialog.
+  await metadata.getByText('[Show JSON]').first().click()
+    .catch(() => fail(`${CHECK_NAME}'s metadata has no "samples" JSON to open`));
+  const samples = page.getByRole('dialog').last();
+  await samples.getByText(BAD_WRITE_SAMPLE).first().waitFor({ timeout: 10_000 })
+    .catch(async () => fail(`${CHECK_NAME}'s samples do not show "${BAD_WRITE_SAMPLE}": `
+      + `${(await samples.innerText().catch(() => 'no dialog')).replace(/\s+/g, ' ').slice(0, 300)}`));
+  log(`Checks tab, ${CHECK_NAME}: samples ${(await samples.innerText()).replace(/\s+/g, ' ').slice(0, 120)}`);
+  await page.keyboard.press('Escape');
+  await samples.waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => {});
+  // Down to the end of the metadata (the plots below add nothing).
+  await page.mouse.move(5, 5);
+  await page.waitForTimeout(1000);
+  const plots = await page.getByText('Plots', { exact: true }).first().boundingBox().catch(() => null);
+  const height = page.viewportSize().height;
+  const clipBottom = plots ? Math.min(height, Math.max(400, plots.y - 16)) : height;
+  await page.screenshot({ path: file, clip: { x: 0, y: 0, width: page.viewportSize().width, height: clipBottom } });
+  log(`screenshot ${file}`);
+}
+
+/**
+ * On the Checks tab of CHECK_ASSET, clicks "Execute all": the checks run on their own,
+ * against the committed table (the asset unselected). Returns the run's id, from the launch
+ * mutation's answer and the toast ("Launched run <8 chars>").
+ */
+async function executeChecksFromUi(page) {
+  await page.goto(`${BASE}/assets/${CHECK_ASSET}?view=checks&checkDetail=${CHECK_NAME}`);
+  const button = page.locator('button', { hasText: /^\s*Execute all\s*$/ }).first(); // its name includes the icon's
+  await button.waitFor({ timeout: 60_000 }).catch(() => fail(`no "Execute all" button on the Checks tab of ${CHECK_ASSET}`));
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('button')].some((b) => b.innerText.trim() === 'Execute all' && !b.disabled),
+    null, { timeout: 30_000 },
+  ).catch(() => fail(`"Execute all" stays disabled on the Checks tab of ${CHECK_ASSET}`));
+  const answer = page.waitForResponse(
+    (r) => r.url().startsWith(`${BASE}/graphql`) && (r.request().postData() ?? '').includes('launchPipelineExecution'),
+    { timeout: 60_000 },
+  );
+  await button.click();
+  log(`clicked "Execute all" on the Checks tab of ${CHECK_ASSET}`);
+  const body = await (await answer.catch(() => fail('no launch request within 60 s of "Execute all"'))).json();
+  const launched = body.data?.launchPipelineExecution;
+  if (launched?.__typename !== 'LaunchRunSuccess') {
+    fail(`"Execute all" did not launch a run: ${JSON.stringify(body.errors ?? launched).slice(0, 1000)}`);
+  }
+  const runId = launched.run.id;
+  await page.getByText(`Launched run ${runId.slice(0, 8)}`).first().waitFor({ timeout: 30_000 })
+    .catch(() => fail(`no "Launched run ${runId.slice(0, 8)}" toast after "Execute all"`));
+  log(`UI says: launched run ${runId.slice(0, 8)} (${runId})`);
+  return runId;
+}
+
+/**
+ * After the backfill (every demo table exists; its runs are `backfillRunIds`): a run of
+ * raw/customers + analytics/customers with a duplicate customer, launched as the launchpad
+ * does, must fail on the data test before the commit, analytics/customers keep its
+ * materialization, the Checks tab show the failed check (failed_check.png); "Execute all" on
+ * that tab then runs the checks on their own against the committed table: they pass.
+ * Clicks happen in `page`, the picture in `shots`.
+ */
+async function dataTestSteps(page, shots, backfillRunIds) {
+  // 11. The bad write: raw/customers gets a second row for customer 7; analytics/customers'
+  // merge is staged, its data tests run on the staged table, `unique customer_id` fails.
+  const before = await checkState(CHECK_ASSET);
+  if (!before.materialization || !backfillRunIds.has(before.materialization.runId)) {
+    fail(`${CHECK_ASSET}'s latest materialization is from run ${before.materialization?.runId}, not from the backfill`);
+  }
+  if (before.checks.get(CHECK_NAME)?.status !== 'SUCCEEDED') {
+    fail(`before the bad write, ${CHECK_NAME}'s latest execution is ${JSON.stringify(before.checks.get(CHECK_NAME))}, not SUCCEEDED`);
+  }
+  const badRunId = await launchLikeTheLaunchpad(BAD_WRITE_ASSETS, BAD_WRITE_RUN_CONFIG);
+  const bad = await waitForRun(page, badRunId, 'run with a duplicate customer');
+  const outcome = await runOutcome(badRunId);
+  const steps = Object.fromEntries(bad.stepStats.map((s) => [s.stepKey, s.status]));
+  const failure = outcome.failures.find((f) => f.message.includes(`data test ${CHECK_NAME}`));
+  if (bad.status !== 'FAILURE' || !failure) {
+    await page.goto(`${BASE}/runs/${badRunId}`).catch(() => {});
+    await page.waitForTimeout(3000);
+    await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_bad_write_run.png') }).catch(() => {});
+    fail(`the run with a duplicate customer (${badRunId}) ended ${bad.status}, steps ${JSON.stringify(steps)}, `
+      + `expected FAILURE on "data test ${CHECK_NAME}"; step failures: ${JSON.stringify(outcome.failures).slice(0, 1500)}`);
+  }
+  if (!failure.message.includes('Nothing was written')) {
+    fail(`step ${failure.stepKey} failed on ${CHECK_NAME} without saying "Nothing was written": ${failure.message.slice(0, 1000)}`);
+  }
+  log(`run ${badRunId.slice(0, 8)} FAILURE, steps ${JSON.stringify(steps)}; ${failure.stepKey}: `
+    + `${failure.message.replace(/^[\w.]*Failure: /, '').trim().slice(0, 400)}`);
+
+  // 12. Second source of truth: no new materialization of the table; the failed evaluation
+  // of the run is the check's latest execution.
+  if (outcome.materialized.includes(CHECK_ASSET)) fail(`the failed run ${badRunId} materialized ${CHECK_ASSET}`);
+  const afterBad = await checkState(CHECK_ASSET);
+  const m0 = before.materialization;
+  const m1 = afterBad.materialization;
+  if (m1?.runId !== m0.runId || m1?.timestamp !== m0.timestamp) {
+    fail(`${CHECK_ASSET}'s latest materialization changed with the blocked write: ${JSON.stringify(m0)} -> ${JSON.stringify(m1)}`);
+  }
+  const failedCheck = afterBad.checks.get(CHECK_NAME);
+  if (failedCheck?.runId !== badRunId || failedCheck.status !== 'FAILED' || failedCheck.evaluation?.success !== false) {
+    fail(`${CHECK_NAME}'s latest execution is ${JSON.stringify(failedCheck).slice(0, 500)}, not the FAILED one of run ${badRunId}`);
+  }
+  log(`GraphQL: ${CHECK_ASSET}'s latest materialization still from backfill run ${m0.runId.slice(0, 8)}; `
+    + `${CHECK_NAME} FAILED in run ${badRunId.slice(0, 8)} (failing ${metadataValue(failedCheck.evaluation.metadataEntries, 'failing')}, `
+    + `samples ${metadataValue(failedCheck.evaluation.metadataEntries, 'samples')})`);
+
+  // 13. The UI: the asset's Checks tab shows the check failed, with its metadata.
+  await screenshotFailedCheck(shots, path.join(SHOT_DIR, 'failed_check.png'));
+  await shots.goto('about:blank');
+
+  // 14. "Execute all" on the Checks tab: a check-only run against the committed table, which
+  // holds no duplicate (the bad write was blocked): every check passes.
+  const checkRunId = await executeChecksFromUi(page);
+  await page.goto('about:blank'); // idle while Spark runs
+  const checkRun = await waitForRun(page, checkRunId, 'checks run on their own');
+  const afterChecks = await checkState(CHECK_ASSET);
+  const passed = afterChecks.checks.get(CHECK_NAME);
+  if (checkRun.status !== 'SUCCESS' || passed?.runId !== checkRunId || passed.status !== 'SUCCEEDED') {
+    const out = await runOutcome(checkRunId);
+    fail(`the checks run ${checkRunId} ended ${checkRun.status}; ${CHECK_NAME}'s latest execution `
+      + `${JSON.stringify(passed).slice(0, 500)}; step failures ${JSON.stringify(out.failures).slice(0, 1000)}`);
+  }
+  const scope = metadataValue(passed.evaluation.metadataEntries, 'scope');
+  if (!/committed/.test(scope ?? '')) fail(`${CHECK_NAME} ran on the ${scope}, not on the committed table`);
+  if (afterChecks.materialization?.runId !== m0.runId || afterChecks.materialization?.timestamp !== m0.timestamp) {
+    fail(`the checks run materialized ${CHECK_ASSET}: ${JSON.stringify(afterChecks.materialization)}`);
+  }
+  const others = [...afterChecks.checks].filter(([n, e]) => n !== CHECK_NAME && (e?.runId !== checkRunId || e.status !== 'SUCCEEDED'));
+  if (others.length) fail(`checks of ${CHECK_ASSET} not SUCCEEDED in run ${checkRunId}: ${JSON.stringify(others).slice(0, 500)}`);
+  log(`GraphQL: run ${checkRunId.slice(0, 8)} SUCCESS; all ${afterChecks.checks.size} checks of ${CHECK_ASSET} SUCCEEDED `
+    + `on the ${scope} (failing ${metadataValue(passed.evaluation.metadataEntries, 'failing')}), no materialization`);
+  // The UI agrees: the tab lists the check as succeeded, its latest execution passed.
+  await page.goto(`${BASE}/assets/${CHECK_ASSET}?view=checks&checkDetail=${CHECK_NAME}`);
+  const row = page.getByTitle(CHECK_NAME, { exact: true }).first().locator('..');
+  await row.getByText('Succeeded', { exact: true }).waitFor({ timeout: 30_000 })
+    .catch(async () => fail(`the Checks tab lists ${CHECK_NAME} as "${(await row.innerText().catch(() => '?')).replace(/\s+/g, ' ')}" after run ${checkRunId}, not Succeeded`));
+  const result = await evaluationResult(page);
+  if (result !== 'Passed') fail(`the Checks tab shows ${CHECK_NAME}'s latest evaluation result "${result}" after run ${checkRunId}, not Passed`);
+  log(`Checks tab: ${CHECK_NAME} Succeeded, evaluation result Passed`);
+  return { badRunId, checkRunId };
 }
 
 const expandedParam = () =>
@@ -449,8 +771,14 @@ async function main() {
 
     // 10. The graph again, now that every asset is materialized.
     await screenshotGraph(shots, path.join(SHOT_DIR, 'asset_graph_materialized.png'));
+    await shots.goto('about:blank');
 
-    log(`PASS: backfill ${backfillId} (${state.runs.length} runs) materialized all ${ASSET_KEYS.length} assets from the UI`);
+    // 11-14: a failing data test blocks a bad write and shows in the UI; checks run on their own.
+    const checks = await dataTestSteps(page, shots, runIds);
+
+    log(`PASS: backfill ${backfillId} (${state.runs.length} runs) materialized all ${ASSET_KEYS.length} assets from the UI; `
+      + `data test ${CHECK_NAME} blocked the duplicate (run ${checks.badRunId.slice(0, 8)} failed, ${CHECK_ASSET} unchanged) `
+      + `and passed when run on its own from the Checks tab (run ${checks.checkRunId.slice(0, 8)})`);
   } catch (e) {
     const shot = path.join(DEBUG_DIR, 'ui_smoke_failure.png');
     await page.screenshot({ path: shot }).then(() => log(`failure screenshot: ${shot} (page ${page.url()})`)).catch(() => {});

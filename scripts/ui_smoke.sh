@@ -10,13 +10,18 @@
 # (the user's .assetlake/ is never touched), and runs scripts/ui_smoke.mjs: the asset keys
 # are listed, "Materialize all…" is clicked, then "Launch backfill" in the dialog Dagster
 # opens for partitioned assets (all partitions); the daemon's batch runs must all succeed
-# and every partition be materialized; docs/img/asset_graph.png, backfill.png,
-# asset_metadata.png, asset_partitions.png and asset_graph_materialized.png are written.
-# `dagster dev` is always stopped at the end. Exits non-zero on any failure; the temp dir
-# (dagster log, failure screenshots) is then kept.
+# and every partition be materialized. Then a run of raw/customers + analytics/customers with
+# a duplicate customer in its run config (launched as the launchpad does) must fail on the
+# data test unique_customer_id with nothing written (the table keeps the backfill's
+# materialization), the asset's Checks tab show the check failed, and "Execute all" there
+# run the checks on their own against the committed table, passing. docs/img/asset_graph.png,
+# backfill.png, asset_metadata.png, asset_partitions.png, asset_graph_materialized.png and
+# failed_check.png are written. `dagster dev` is always stopped at the end. Exits non-zero on
+# any failure; the temp dir (dagster log, failure screenshots) is then kept.
 #
 # Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (the backfill's
-# time limit, default 480), UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
+# time limit, default 480), UI_SMOKE_STEP_TIMEOUT_S (each later single run's, default 600),
+# UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -133,4 +138,4 @@ done
 
 # --- 3. The browser. --------------------------------------------------------------------
 UI_SMOKE_DEBUG_DIR="$tmp" node "$repo/scripts/ui_smoke.mjs" "$url" "$shot_dir"
-say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_partitions.png asset_graph_materialized.png | tr '\n' ' ')"
+say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_partitions.png asset_graph_materialized.png failed_check.png | tr '\n' ' ')"
