@@ -80,66 +80,85 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
                 f"{spec.uri} is partitioned: run it, or its checks, for one or more partitions.", allow_retries=False
             )
         resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
-        spark = resource.get_session()
-        lake = resource.lake
-        upstream_versions = resolve_upstreams(spark, lake, spec)
-        args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
-        context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
-        slices = run_slices(context) if spec.partitions else []
-        if slices:
-            keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
-            context.log.info(f"partitions: {keys}")
-        if not managed:
-            yield _run_manual(context, resource, spec, args, upstream_versions, slices)
-            return
-        tests = _selected_tests(context, spec, asset_spec.key)
-        partitions = [s.key for s in slices]
-        if asset_spec.key not in context.selected_asset_keys:
-            # Checks run on their own: test the committed table, write nothing.
-            scope, scope_text = committed_scope(spark, lake, spec, partitions)
-            if scope is None:
-                raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
-            outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
-            if blocking_failures(outcomes):
-                # Dagster fails the step for a failed blocking check; retrying cannot help.
-                refuse_run_retries(context.instance, context.run_id)
-            yield from _check_events(context, asset_spec.key, outcomes)
-            return
-        df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
-        outcomes = []
-        if tests:
-            # Audit before publish: the tests see exactly the rows the write will commit
-            # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
-            df = df.localCheckpoint(eager=True)
-            target = _audit_target(spec, lake, partitions)
-            scope, scope_text = staged_scope(spark, df, target)
-            outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
-            for outcome in outcomes:
-                if not outcome.passed:
-                    context.log.warning(outcome.message(str(spec.uri)))
-            if blocking_failures(outcomes):
-                # Nothing is written: the results judge the table as it stays.
-                yield from _check_events(context, asset_spec.key, outcomes)
-                refuse_run_retries(context.instance, context.run_id)
-                raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
-        output = dg.Output(
-            df,
-            output_name=output_name,
-            metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
-        )
-        if slices:
-            # Partitioned checks report after the write: Dagster shows a partition's check
-            # status only while the evaluation targets that partition's latest
-            # materialization, which the write below creates (the tests ran before it).
-            yield output
-            yield from _check_events(context, asset_spec.key, outcomes)
-        else:
-            # Unpartitioned: as before the write (Dagster counts an evaluation from the run
-            # that materialized the asset as current).
-            yield from _check_events(context, asset_spec.key, outcomes)
-            yield output
+        # A session of the asset's own: its setup's SETs and temp views reach no other
+        # asset of this run and no other run sharing the engine. Released once the IO
+        # manager has written the DataFrame (it runs while this generator is suspended).
+        spark = resource.new_session()
+        try:
+            yield from _run_sql_asset(context, spec, asset_spec, output_name, managed, resource, spark)
+        finally:
+            resource.release_session(spark)
 
     return _sql_asset
+
+
+def _run_sql_asset(
+    context: dg.AssetExecutionContext,
+    spec: SqlAssetSpec,
+    asset_spec: dg.AssetSpec,
+    output_name: str,
+    managed: bool,
+    resource: SparkDeltaResource,
+    spark: Any,
+) -> Iterator[Any]:
+    """The body of a SQL asset's compute, in the asset's own session ``spark``."""
+    lake = resource.lake
+    upstream_versions = resolve_upstreams(spark, lake, spec)
+    args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
+    context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
+    slices = run_slices(context) if spec.partitions else []
+    if slices:
+        keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
+        context.log.info(f"partitions: {keys}")
+    if not managed:
+        yield _run_manual(context, spark, lake, spec, args, upstream_versions, slices)
+        return
+    tests = _selected_tests(context, spec, asset_spec.key)
+    partitions = [s.key for s in slices]
+    if asset_spec.key not in context.selected_asset_keys:
+        # Checks run on their own: test the committed table, write nothing.
+        scope, scope_text = committed_scope(spark, lake, spec, partitions)
+        if scope is None:
+            raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+        if blocking_failures(outcomes):
+            # Dagster fails the step for a failed blocking check; retrying cannot help.
+            refuse_run_retries(context.instance, context.run_id)
+        yield from _check_events(context, asset_spec.key, outcomes)
+        return
+    df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
+    outcomes = []
+    if tests:
+        # Audit before publish: the tests see exactly the rows the write will commit
+        # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
+        df = df.localCheckpoint(eager=True)
+        target = _audit_target(spec, lake, partitions)
+        scope, scope_text = staged_scope(spark, df, target)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+        for outcome in outcomes:
+            if not outcome.passed:
+                context.log.warning(outcome.message(str(spec.uri)))
+        if blocking_failures(outcomes):
+            # Nothing is written: the results judge the table as it stays.
+            yield from _check_events(context, asset_spec.key, outcomes)
+            refuse_run_retries(context.instance, context.run_id)
+            raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+    output = dg.Output(
+        df,
+        output_name=output_name,
+        metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
+    )
+    if slices:
+        # Partitioned checks report after the write: Dagster shows a partition's check
+        # status only while the evaluation targets that partition's latest
+        # materialization, which the write below creates (the tests ran before it).
+        yield output
+        yield from _check_events(context, asset_spec.key, outcomes)
+    else:
+        # Unpartitioned: as before the write (Dagster counts an evaluation from the run
+        # that materialized the asset as current).
+        yield from _check_events(context, asset_spec.key, outcomes)
+        yield output
 
 
 def _check_events(
@@ -203,13 +222,13 @@ def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarge
 
 def _run_manual(
     context: dg.AssetExecutionContext,
-    resource: SparkDeltaResource,
+    spark: Any,
+    lake: Any,
     spec: SqlAssetSpec,
     args: dict[str, Any],
     upstream_versions: dict[str, Any],
     slices: list,
 ) -> dg.MaterializeResult:
-    spark, lake = resource.get_session(), resource.lake
     ensure_schema(spark, lake, spec.uri.schema)
     if lake.table_exists(spark, spec.uri):
         register_table(spark, lake, spec.uri)

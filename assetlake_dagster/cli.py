@@ -8,6 +8,7 @@ Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMA
     assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing]
     assetlake restore delta://staging/orders --version 3
     assetlake check analytics/customers [--partition K]
+    assetlake engine start|status|stop [--lake-root DIR]
 """
 
 import argparse
@@ -119,9 +120,8 @@ def _instance():
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from assetlake_dagster.lake import Lake, default_lake_root
+    from assetlake_dagster.resources import SparkDeltaResource
     from assetlake_dagster.restore import restore_table
-    from assetlake_dagster.spark_session import build_spark_session
     from assetlake_dagster.spec import TableUri
 
     try:
@@ -129,14 +129,56 @@ def _restore(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"{args.table}: {err}", file=sys.stderr)
         return 1
-    lake = Lake(args.lake_root or default_lake_root())
-    spark = build_spark_session()
+    resource = SparkDeltaResource(lake_root=args.lake_root)
     try:
-        version = restore_table(spark, lake, uri, args.version)
+        version = restore_table(resource.get_session(), resource.lake, uri, args.version)
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
     print(f"{uri} restored to its version {args.version} as new version {version}")
+    return 0
+
+
+def _engine(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    resource = SparkDeltaResource(lake_root=args.lake_root)
+    try:
+        mode = resource.resolved_mode()
+        engine = resource.engine()
+        if args.action == "start":
+            if mode != "engine":
+                print(f"note: this environment runs Spark in {mode} mode; the engine serves mode 'engine'.", file=sys.stderr)
+            state = resource.engine_state()
+        elif args.action == "stop":
+            state = engine.stop()
+            if state is None:
+                print(f"no warm engine is running for {resource.lake.root}")
+                return 0
+            print(f"stopped the warm engine at {state.display_url} (pid {state.supervisor_pid}); log: {state.log_path}")
+            return 0
+        else:
+            state = engine.status()
+            if state is None:
+                print(f"no warm engine is running for {resource.lake.root} (state: {engine.state_dir}; "
+                      f"log: {engine.log_path})")
+                return 3
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    started = dt.datetime.fromtimestamp(state.started_at).isoformat(timespec="seconds")
+    print(
+        f"warm engine at {state.display_url}\n"
+        f"  lake:         {resource.lake.root}\n"
+        f"  pid:          {state.supervisor_pid} (Spark server pid {state.server_pid})\n"
+        f"  master:       {state.master}\n"
+        f"  started:      {started}\n"
+        f"  idle timeout: {state.idle_timeout:.0f} s\n"
+        f"  state:        {engine.state_path}\n"
+        f"  log:          {state.log_path}"
+    )
     return 0
 
 
@@ -147,6 +189,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "backfill": _backfill,
     "restore": _restore,
     "check": _check,
+    "engine": _engine,
 }
 
 
@@ -204,6 +247,15 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("--partition", default=None, help="check this partition's slice")
     check.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
     check.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    engine = commands.add_parser(
+        "engine",
+        help="start, show or stop the lake's warm Spark engine",
+        description="The warm engine is one local Spark Connect server with Delta per lake, started on first "
+        "use by any run or command and stopped after its idle timeout ($ASSETLAKE_ENGINE_IDLE_TIMEOUT, default "
+        "1800 s). `status` exits 3 when none runs.",
+    )
+    engine.add_argument("action", choices=("start", "status", "stop"))
+    engine.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     return parser
 
 

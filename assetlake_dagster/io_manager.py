@@ -157,7 +157,9 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         if obj is None:
             # An asset that wrote nothing (e.g. a `manual` SQL file returning a result).
             return
-        session = self.spark.get_session()
+        # A Spark DataFrame is written in its own session (a SQL asset's, with its
+        # setup's temp views); pandas goes through the process's shared one.
+        session = obj.sparkSession if isinstance(obj, DataFrame) else self.spark.get_session()
         uri = table_uri_for(context.asset_key)
         strategy, key, track, close_deletes = _write_spec(context.definition_metadata)
         partitions = tuple(context.asset_partition_keys) if context.has_asset_partitions else ()

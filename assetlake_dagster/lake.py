@@ -98,7 +98,12 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
                 _registered[session_key] = path
                 return
             _drop_external(spark, uri, path)
-        spark.catalog.createTable(uri.sql_name, path=path, source="delta")
+        try:
+            spark.catalog.createTable(uri.sql_name, path=path, source="delta")
+        except Exception as exc:
+            # Another run on the shared engine registered it first: fine if it points here.
+            if "ALREADY_EXISTS" not in str(exc) or not _same_location(_location(spark, uri), path):
+                raise
         _registered[session_key] = path
 
 

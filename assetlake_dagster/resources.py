@@ -1,30 +1,74 @@
-"""The Spark resource: one SparkSession per process, pointed at one lake root.
+"""The Spark resource: which Spark engine the runs use, pointed at one lake root.
+
+Three ways to run, chosen by configuration (the environment variables configure the
+bundled code location and the ``assetlake`` CLI without any Python):
+
+- ``engine`` (default): the lake's warm shared engine, a local Spark Connect server with
+  Delta started on first use and reused by every later process (see
+  :mod:`assetlake_dagster.engine`). No JVM starts in the run's own process.
+- ``local``: a classic in-process SparkSession (``local[*]`` or ``master``), for Python
+  assets that need the classic API (RDDs, ``sparkContext``, the ``DeltaTable`` builder).
+- ``remote``: an existing Spark Connect server (``sc://host:port``); no engine is started.
 
 No ``from __future__ import annotations`` here: Dagster introspects resource fields.
 """
 
 import os
-from typing import Optional
+import threading
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import dagster as dg
 from pydantic import Field
 from pyspark.sql import SparkSession
 
+from assetlake_dagster.engine import (
+    EngineState,
+    WarmEngine,
+    default_engine_dir,
+    fail_fast,
+    hold_lease,
+    is_supervisor,
+    new_engine_session,
+)
+from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, default_lake_root
-from assetlake_dagster.spark_session import build_spark_session
+from assetlake_dagster.spark_session import (
+    build_spark_session,
+    connect_session,
+    is_connect_session,
+    new_connect_session,
+)
+
+MODE_ENV = "ASSETLAKE_SPARK_MODE"
+MASTER_ENV = "ASSETLAKE_SPARK_MASTER"
+REMOTE_ENV = "ASSETLAKE_SPARK_REMOTE"
+ENGINE_MODE = "engine"
+LOCAL_MODE = "local"
+MODES = (ENGINE_MODE, LOCAL_MODE)
+DEFAULT_MASTER = "local[*]"
 
 
 class SparkDeltaResource(dg.ConfigurableResource):
-    """A Delta-enabled SparkSession and the lake root its tables live under.
+    """The Spark engine the assets run on, and the lake root their tables live under.
 
-    The default is embedded: ``local[*]`` Spark with Delta, a local folder as the lake
-    root and an in-memory session catalog (no metastore server, no cloud account). Point
-    ``master`` at a cluster or ``remote`` at a Spark Connect server and the same SQL runs
-    there unchanged. With ``remote``, ``spark_conf`` may hold only runtime (SQL) settings:
-    the rest belongs to the server.
+    By default every run uses the lake's warm shared engine (a local Spark Connect server
+    with Delta, started on first use): a run connects in well under a second instead of
+    starting a JVM, and concurrent runs are safe because every writer goes through one
+    JVM. Each asset of a SQL file runs in a session of its own, so one file's ``SET`` or
+    temp views never reach another asset or another run.
+
+    Unset fields fall back to the environment: ``ASSETLAKE_SPARK_REMOTE`` (a Spark Connect
+    URL to use instead of the engine), ``ASSETLAKE_SPARK_MASTER`` (the master of the engine
+    or of the in-process session), ``ASSETLAKE_SPARK_MODE`` (``engine`` or ``local``),
+    ``ASSETLAKE_ENGINE_IDLE_TIMEOUT`` (seconds) and ``ASSETLAKE_LAKE_ROOT``.
 
     Example:
         >>> resource = SparkDeltaResource(lake_root="/tmp/lake", spark_conf={"spark.sql.shuffle.partitions": "4"})
+        >>> resource.resolved_mode()
+        'engine'
+        >>> SparkDeltaResource(lake_root="/tmp/lake", mode="local", master="local[2]").resolved_master()
+        'local[2]'
         >>> spark = resource.get_session()  # doctest: +SKIP
     """
 
@@ -33,31 +77,163 @@ class SparkDeltaResource(dg.ConfigurableResource):
         description="Folder or URL holding the Delta tables (delta://s/t lives at <lake_root>/s/t). "
         "Default: $ASSETLAKE_LAKE_ROOT, else .assetlake/lake under the current directory.",
     )
-    master: str = Field(default="local[*]", description="Spark master URL.")
+    mode: Optional[str] = Field(
+        default=None,
+        description="'engine': the lake's warm shared Spark Connect engine (default); 'local': a classic "
+        "in-process SparkSession. Default: $ASSETLAKE_SPARK_MODE, else 'engine'. Ignored when remote is set.",
+    )
+    master: Optional[str] = Field(
+        default=None,
+        description="Spark master of the engine or the in-process session (local[*], spark://host:7077, ...). "
+        "Default: $ASSETLAKE_SPARK_MASTER, else local[*].",
+    )
     remote: Optional[str] = Field(
         default=None,
-        description="Spark Connect URL, e.g. sc://localhost:15002 (wins over master). The server needs "
-        "the Delta jars and SQL extension (python -m assetlake_dagster.connect_server starts one) and "
-        "must see lake_root at the same path.",
+        description="Spark Connect URL of an existing server, e.g. sc://host:15002 (wins over mode). The server "
+        "needs the Delta jars and SQL extension and must see lake_root at the same path. "
+        "Default: $ASSETLAKE_SPARK_REMOTE.",
     )
-    app_name: str = Field(default="assetlake", description="Spark application name.")
+    engine_idle_timeout: Optional[float] = Field(
+        default=None,
+        description="Seconds without users before the warm engine stops itself. "
+        "Default: $ASSETLAKE_ENGINE_IDLE_TIMEOUT, else 1800.",
+    )
+    app_name: str = Field(default="assetlake", description="Spark application name (in-process session).")
     spark_conf: dict[str, str] = Field(
-        default_factory=dict, description="Extra Spark settings; they win over the defaults."
+        default_factory=dict,
+        description="Extra Spark settings; they win over the defaults. With the engine, static settings "
+        "apply when it starts (`assetlake engine stop` to restart it) and SQL settings to each session.",
     )
 
     @property
     def lake(self) -> Lake:
         return Lake(self.lake_root or default_lake_root())
 
+    def resolved_remote(self) -> Optional[str]:
+        """The Spark Connect URL in use, if any (``remote``, else ``$ASSETLAKE_SPARK_REMOTE``)."""
+        return self.remote or os.environ.get(REMOTE_ENV) or None
+
+    def resolved_mode(self) -> str:
+        """``remote``, ``engine`` or ``local``."""
+        if self.resolved_remote():
+            return "remote"
+        mode = (self.mode or os.environ.get(MODE_ENV) or ENGINE_MODE).strip().lower()
+        if mode not in MODES:
+            source = "mode" if self.mode else MODE_ENV
+            raise ConfigError(f"{source}={mode!r} is not a Spark mode. Use one of: {', '.join(MODES)}.")
+        return mode
+
+    def resolved_master(self) -> str:
+        """The master URL of the engine or of the in-process session."""
+        return self.master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+
     def get_session(self) -> SparkSession:
-        """The process's SparkSession (created on first use, then reused by every step)."""
+        """This process's shared SparkSession (created on first use, then reused).
+
+        Python assets use it; SQL files each get their own (:meth:`new_session`).
+        """
+        mode = self.resolved_mode()
+        if mode == "remote":
+            return connect_session(self.resolved_remote(), self.spark_conf)
+        if mode == LOCAL_MODE:
+            return self._local_session()
+        session = connect_session(self.engine_state().url)
+        fail_fast(session)
+        _apply_runtime_conf(session, self.spark_conf)
+        return session
+
+    def new_session(self) -> SparkSession:
+        """A session of its own: its ``SET``s and temp views are seen by no other.
+
+        Over Spark Connect (engine, remote) it is a new server-side session; stop it with
+        :meth:`release_session` when done. In process it is ``newSession()`` of the
+        shared one (same JVM, separate SQL settings and temp views).
+        """
+        mode = self.resolved_mode()
+        if mode == "remote":
+            session = new_connect_session(self.resolved_remote())
+        elif mode == LOCAL_MODE:
+            session = self._local_session().newSession()
+        else:
+            session = new_engine_session(self.engine_state())
+        _apply_runtime_conf(session, self.spark_conf)
+        return session
+
+    @staticmethod
+    def release_session(session: SparkSession) -> None:
+        """Release a session from :meth:`new_session` (a no-op in process: stopping a
+        classic session would stop the shared JVM)."""
+        if is_connect_session(session):
+            try:
+                session.stop()
+            except Exception:  # noqa: BLE001 - a session on a lost server is gone anyway
+                pass
+
+    def engine(self) -> WarmEngine:
+        """The warm engine of this resource's lake (not started until used)."""
+        lake = self.lake
+        if lake.is_url:
+            raise ConfigError(
+                f"the lake root {lake.root} is not a local folder, so there is no local warm engine for it. "
+                f"Set {REMOTE_ENV} (a Spark Connect server) or {MASTER_ENV} with {MODE_ENV}=local."
+            )
+        return WarmEngine(
+            default_engine_dir(lake.root),
+            master=self.resolved_master(),
+            idle_timeout=self.engine_idle_timeout,
+            spark_conf=self.spark_conf,
+            warehouse_dir=lake.warehouse_dir,
+        )
+
+    def engine_state(self) -> EngineState:
+        """The running warm engine of this lake, started (or replaced) if needed."""
+        engine = self.engine()
+        os.makedirs(self.lake.root, exist_ok=True)
+        with _engine_lock:
+            known = _engines.get(engine.state_dir)
+            # Cheap path for a process that already checked this engine: same state file,
+            # supervisor alive. A new or changed engine is probed (ensure).
+            if known is not None and engine.read_state() == known and is_supervisor(known.supervisor_pid):
+                hold_lease(os.path.join(engine.state_dir, "engine.lease"))
+                return known
+            state = engine.ensure()
+            _engines[engine.state_dir] = state
+            return state
+
+    def _local_session(self) -> SparkSession:
         lake = self.lake
         if not lake.is_url:
             os.makedirs(lake.root, exist_ok=True)
         return build_spark_session(
-            master=self.master,
-            remote=self.remote,
+            master=self.resolved_master(),
             app_name=self.app_name,
             spark_conf=self.spark_conf,
             warehouse_dir=lake.warehouse_dir,
         )
+
+
+#: Engines this process has checked, by state folder.
+_engines: dict[str, EngineState] = {}
+_engine_lock = threading.Lock()
+
+
+def _apply_runtime_conf(session: Any, conf: Mapping[str, str]) -> None:
+    """Set SQL settings on a Connect session; a static one must already have the value."""
+    if not conf or not is_connect_session(session):
+        return
+    for key, value in conf.items():
+        try:
+            session.conf.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - the server refuses static settings
+            try:
+                current = session.conf.get(key, None)
+            except Exception:  # noqa: BLE001
+                current = None
+            if current == value:
+                continue
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(
+                f"spark_conf {key}={value!r} cannot be set on a running Spark Connect session ({reason}); "
+                f"the engine has {current!r}. It is a server setting: stop the warm engine with "
+                "`assetlake engine stop` and the next run starts one with it."
+            ) from exc

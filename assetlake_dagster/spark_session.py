@@ -129,15 +129,7 @@ def connect_session(url: str, spark_conf: Optional[Mapping[str, str]] = None) ->
     with _connect_lock:
         session = _connect_sessions.get(url)
         if session is None or session.is_stopped:
-            try:
-                from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
-            except ImportError as exc:
-                raise ConfigError(
-                    f"Spark Connect ({url}) needs the client packages: {exc}. "
-                    "Install them with: pip install 'assetlake-dagster[connect]'"
-                ) from exc
-            os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-            session = ConnectSparkSession.builder.remote(url).create()
+            session = new_connect_session(url)
             _connect_sessions[url] = session
     # Applied on every call, as the classic builder applies settings to a live session.
     for key, value in (spark_conf or {}).items():
@@ -150,6 +142,26 @@ def connect_session(url: str, spark_conf: Optional[Mapping[str, str]] = None) ->
                 f"({reason}). Set it on the server ({url}) instead."
             ) from exc
     return session
+
+
+def new_connect_session(url: str) -> SparkSession:
+    """A new Spark Connect session on the server at ``url``, shared with no one.
+
+    Each session has its own temp views and SQL settings on the server (its catalog of
+    tables is the server's, shared). Stop it when done: that releases it on the server.
+
+    Example:
+        >>> spark = new_connect_session("sc://localhost:15002")  # doctest: +SKIP
+    """
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+    except ImportError as exc:
+        raise ConfigError(
+            f"Spark Connect needs the client packages: {exc}. "
+            "Install them with: pip install 'assetlake-dagster[connect]'"
+        ) from exc
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    return ConnectSparkSession.builder.remote(url).create()
 
 
 def is_connect_session(obj: Any) -> bool:

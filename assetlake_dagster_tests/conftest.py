@@ -1,15 +1,33 @@
-"""Shared fixtures: one real local Spark + Delta session for the whole test run.
+"""Shared fixtures: one real local Spark + Delta session for the in-process tests, and one
+warm engine for every subprocess (CLI calls, `dagster asset materialize`, `dagster dev`).
 
 There is no skip path: if Spark or Delta cannot start, every test that needs them errors
 and the suite fails loudly.
 """
 
 import os
+import tempfile
 import uuid
 
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# In this process, resources use the classic in-process session (the `spark` fixture's
+# JVM): the in-process tests read and write through one JVM, and the process never turns
+# into a Spark Connect client (which would change `pyspark.sql.functions` for all tests).
+# Subprocesses use the warm engine instead (helpers.cli_env).
+os.environ["ASSETLAKE_SPARK_MODE"] = "local"
+# One warm engine for the whole suite, whatever lake root each test uses; stopped at the end.
+os.environ.setdefault("ASSETLAKE_ENGINE_DIR", tempfile.mkdtemp(prefix="assetlake-test-engine-"))
+os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_the_suite_engine():
+    yield
+    from assetlake_dagster.engine import WarmEngine
+
+    WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).stop()
 
 
 @pytest.fixture(scope="session")

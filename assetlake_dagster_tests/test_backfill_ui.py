@@ -6,6 +6,7 @@ the daemon splits it into runs of at most `batch=` partitions. Each run must wri
 partitions in one Delta commit, and a failed run must not stop the others.
 """
 
+from assetlake_dagster_tests.helpers import cli_env
 import os
 import shutil
 import signal
@@ -60,8 +61,7 @@ def test_backfills_from_the_ui_batch_commits_and_survive_a_failed_run(spark, tmp
     home, lake = tmp_path / "home", tmp_path / "lake"
     home.mkdir()
     shutil.copy(os.path.join(REPO, "scripts", "dagster.yaml"), home / "dagster.yaml")
-    env = dict(
-        os.environ,
+    env = cli_env(
         DAGSTER_HOME=str(home),
         ASSETLAKE_PROJECT_DIR=PROJECT,
         ASSETLAKE_LAKE_ROOT=str(lake),

@@ -1,5 +1,6 @@
 """Layer 5: the code location loads, and a new user's CLI flow backfills and materializes the demo."""
 
+from assetlake_dagster_tests.helpers import cli_env
 import datetime as dt
 import importlib
 import os
@@ -88,7 +89,7 @@ def test_cli_backfills_and_materializes_the_demo(spark, tmp_path):
     import deltalake
 
     home = tmp_path / "home"
-    env = dict(os.environ, DAGSTER_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
+    env = cli_env(DAGSTER_HOME=str(home))
     env.pop("ASSETLAKE_PROJECT_DIR", None)
     env.pop("ASSETLAKE_LAKE_ROOT", None)
     os.makedirs(home)

@@ -1,5 +1,6 @@
 """Layer 5: `dagster dev` serves the demo code location (webserver + GraphQL)."""
 
+from assetlake_dagster_tests.helpers import cli_env
 import json
 import os
 import signal
@@ -48,8 +49,7 @@ def _graphql(port: int, query: str) -> dict:
 
 def test_dagster_dev_serves_the_demo(tmp_path):
     port = _free_port()
-    env = dict(
-        os.environ,
+    env = cli_env(
         DAGSTER_HOME=str(tmp_path / "home"),
         SPARK_LOCAL_IP="127.0.0.1",
         ASSETLAKE_LAKE_ROOT=str(tmp_path / "lake"),

@@ -6,6 +6,7 @@ The sources are external tables the tests write directly. The checks of the part
 table are partitioned: what the instance records is asserted per partition.
 """
 
+from assetlake_dagster_tests.helpers import cli_env
 import os
 
 import dagster as dg
@@ -398,7 +399,7 @@ def test_assetlake_check_runs_the_tests_on_the_committed_table(spark, tmp_path):
     spark.sql(f"UPDATE delta.`{lake_root}/mart/orders` SET status = 'lost' WHERE order_id = 3")
     home = tmp_path / "home"
     home.mkdir()
-    env = dict(os.environ, DAGSTER_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
+    env = cli_env(DAGSTER_HOME=str(home))
     cli = os.path.join(os.path.dirname(sys.executable), "assetlake")
     proc = subprocess.run(
         [cli, "check", "mart/orders", "--project-dir", PROJECT, "--lake-root", lake_root],

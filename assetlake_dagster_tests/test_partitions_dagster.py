@@ -4,6 +4,7 @@ The fixture project `projects/partitioned` has daily (replace, merge, append), m
 windowed and static (injection payloads as keys) partitioned files.
 """
 
+from assetlake_dagster_tests.helpers import cli_env
 import os
 import subprocess
 import sys
@@ -154,8 +155,7 @@ def test_batches_split_at_gaps_and_size():
 
 
 def test_backfill_and_restore_from_the_command_line(spark, tmp_path):
-    env = dict(
-        os.environ,
+    env = cli_env(
         DAGSTER_HOME=str(tmp_path / "home"),
         ASSETLAKE_PROJECT_DIR=PROJECT,
         ASSETLAKE_LAKE_ROOT=str(tmp_path / "lake"),

@@ -6,7 +6,7 @@
 # Installs what it needs, idempotently (Debian's chromium through apt-get when
 # /usr/bin/chromium is missing; playwright-core from npm into scripts/ui/node_modules;
 # the Python side through scripts/setup.sh), starts `dagster dev` on 127.0.0.1 with a
-# throwaway DAGSTER_HOME (with the repo's scripts/dagster.yaml: one run at a time) and lake
+# throwaway DAGSTER_HOME (with the repo's scripts/dagster.yaml: up to 4 runs at once on one warm Spark engine) and lake
 # (the user's .assetlake/ is never touched), and runs scripts/ui_smoke.mjs: the asset keys
 # are listed, "Materialize all…" is clicked, then "Launch backfill" in the dialog Dagster
 # opens for partitioned assets (all partitions); the daemon's batch runs must all succeed
@@ -62,10 +62,11 @@ export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$repo/.venv/bin/python"
 export DAGSTER_HOME="$tmp/dagster_home"
 export ASSETLAKE_LAKE_ROOT="$tmp/lake"
-unset ASSETLAKE_PROJECT_DIR # the bundled demo, whatever the caller's shell says
+# The bundled demo on the warm engine of the throwaway lake, whatever the caller's shell says.
+unset ASSETLAKE_PROJECT_DIR ASSETLAKE_ENGINE_DIR ASSETLAKE_SPARK_MODE ASSETLAKE_SPARK_REMOTE ASSETLAKE_SPARK_MASTER
 mkdir -p "$DAGSTER_HOME" "$ASSETLAKE_LAKE_ROOT"
-# The instance scripts/dev.sh gives users: max_concurrent_runs 1 (every run is its own Spark
-# JVM; Delta's local-disk log store is only exclusive inside one JVM), no telemetry.
+# The instance scripts/dev.sh gives users: several runs at once on the lake's one warm
+# Spark engine, no telemetry.
 cp scripts/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
 
 port=${UI_SMOKE_PORT:-$("$repo/.venv/bin/python" -c \
@@ -90,6 +91,8 @@ cleanup() {
       kill -KILL -- "-$dagster_pid" 2>/dev/null || true
     fi
   fi
+  # The warm Spark engine the runs shared outlives dagster dev by design; stop it.
+  "$repo/.venv/bin/assetlake" engine stop --lake-root "$ASSETLAKE_LAKE_ROOT" || true
   if [ "$rc" = 0 ] && [ "${UI_SMOKE_KEEP_TMP:-0}" != 1 ]; then
     rm -rf "$tmp"
   else

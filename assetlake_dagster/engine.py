@@ -1,0 +1,600 @@
+"""The warm engine: one local Spark Connect server with Delta per lake, shared by every process.
+
+Starting a JVM with Delta costs 6-11 s (minutes under load); a Spark Connect client gets a
+session on a running server in well under a second. So the embedded default is one
+long-lived server per lake, started by the first process that needs it and found again by
+the later ones (runs of ``dagster dev``, ``dagster asset materialize``, the ``assetlake``
+CLI, tests). It is also what makes concurrent runs safe on a local disk: Delta's local log
+store is only mutually exclusive inside one JVM, and every writer now goes through one.
+
+Layout of the engine's state folder (``<lake_root>/.assetlake/engine`` by default,
+``$ASSETLAKE_ENGINE_DIR`` overrides)::
+
+    engine.json    host, port, token, pids, master, log path (mode 0600: it holds the token)
+    engine.lock    held while a process starts, checks or stops the engine
+    engine.lease   every process using the engine holds a shared lock on it
+    engine.log     the supervisor's and the Spark server's log
+
+A small supervisor process (``python -m assetlake_dagster.engine serve``) owns the JVM: it
+stops it after ``idle_timeout`` seconds without users (nobody holds the lease) and on
+SIGTERM/SIGINT (``assetlake engine stop``).
+
+Trust model: the server listens on loopback only and requires a random pre-shared token
+(Spark Connect's ``spark.connect.authenticate.token``) that only the state file holds,
+readable by its owner alone. It runs as the user who started it and reads and writes
+that user's files: it is a personal engine, not a multi-user service.
+"""
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+from assetlake_dagster.errors import AssetlakeError
+
+ENGINE_DIR_ENV = "ASSETLAKE_ENGINE_DIR"
+IDLE_TIMEOUT_ENV = "ASSETLAKE_ENGINE_IDLE_TIMEOUT"
+#: Seconds without any user before the engine stops itself.
+DEFAULT_IDLE_TIMEOUT_S = 1800
+#: A server that does not answer a trivial request within this time is considered hung.
+HEALTH_TIMEOUT_S = 30.0
+#: Seconds for the supervisor to bring the server up (a cold JVM with Delta, under load).
+START_TIMEOUT_S = 300.0
+HOST = "127.0.0.1"
+#: The client must say "localhost" to send its token over a plain loopback channel.
+CLIENT_HOST = "localhost"
+SUPERVISOR_MODULE = "assetlake_dagster.engine"
+#: Settings of the shared engine on top of the embedded defaults: several runs share it.
+ENGINE_DEFAULTS = {
+    "spark.scheduler.mode": "FAIR",
+    # A run that dies leaves its server-side session behind; drop it after 10 idle minutes.
+    "spark.connect.session.manager.defaultSessionTimeout": "10min",
+}
+
+
+class EngineError(AssetlakeError):
+    """The warm engine could not be started, found or reached."""
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """What ``engine.json`` records about a running engine.
+
+    Attributes:
+        host: the address the server listens on (loopback).
+        port: its gRPC port.
+        token: the pre-shared token clients must send.
+        supervisor_pid: the supervisor process (the one to signal).
+        server_pid: the ``spark-submit`` JVM process (its own process group).
+        master: the Spark master the engine runs on.
+        log_path: the combined log of supervisor and server.
+        started_at: UNIX time the engine was started.
+        idle_timeout: seconds without users before it stops itself.
+    """
+
+    host: str
+    port: int
+    token: str
+    supervisor_pid: int
+    server_pid: int
+    master: str
+    log_path: str
+    started_at: float
+    idle_timeout: float
+
+    @property
+    def url(self) -> str:
+        """The Spark Connect URL, token included."""
+        return f"sc://{CLIENT_HOST}:{self.port}/;token={self.token}"
+
+    @property
+    def display_url(self) -> str:
+        """The URL without its secret, for messages and logs."""
+        return f"sc://{CLIENT_HOST}:{self.port}"
+
+
+def default_engine_dir(lake_root: str) -> str:
+    """``$ASSETLAKE_ENGINE_DIR``, else ``<lake_root>/.assetlake/engine``.
+
+    Example:
+        >>> os.environ.pop(ENGINE_DIR_ENV, None) and None
+        >>> default_engine_dir("/data/lake")
+        '/data/lake/.assetlake/engine'
+    """
+    return os.environ.get(ENGINE_DIR_ENV) or os.path.join(lake_root, ".assetlake", "engine")
+
+
+def default_idle_timeout() -> float:
+    """``$ASSETLAKE_ENGINE_IDLE_TIMEOUT`` (seconds), else 30 minutes."""
+    raw = os.environ.get(IDLE_TIMEOUT_ENV)
+    if not raw:
+        return float(DEFAULT_IDLE_TIMEOUT_S)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise EngineError(f"{IDLE_TIMEOUT_ENV}={raw!r} is not a number of seconds. Set e.g. {IDLE_TIMEOUT_ENV}=1800.")
+    if value <= 0:
+        raise EngineError(f"{IDLE_TIMEOUT_ENV}={raw!r} must be positive. Set e.g. {IDLE_TIMEOUT_ENV}=1800.")
+    return value
+
+
+class WarmEngine:
+    """The warm engine of one state folder: find it, start it, check it, stop it.
+
+    Example:
+        >>> engine = WarmEngine("/tmp/lake/.assetlake/engine")
+        >>> state = engine.ensure()  # doctest: +SKIP
+        >>> state.display_url  # doctest: +SKIP
+        'sc://localhost:40123'
+    """
+
+    def __init__(
+        self,
+        state_dir: str,
+        *,
+        master: str = "local[*]",
+        idle_timeout: Optional[float] = None,
+        spark_conf: Optional[Mapping[str, str]] = None,
+        warehouse_dir: Optional[str] = None,
+        log: Any = None,
+    ):
+        self.state_dir = os.path.abspath(state_dir)
+        self.master = master
+        self.idle_timeout = default_idle_timeout() if idle_timeout is None else float(idle_timeout)
+        self.spark_conf = dict(spark_conf or {})
+        self.warehouse_dir = warehouse_dir
+        self._log = log
+
+    # -- paths -------------------------------------------------------------------------
+    @property
+    def state_path(self) -> str:
+        return os.path.join(self.state_dir, "engine.json")
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.state_dir, "engine.log")
+
+    @property
+    def _lock_path(self) -> str:
+        return os.path.join(self.state_dir, "engine.lock")
+
+    @property
+    def _lease_path(self) -> str:
+        return os.path.join(self.state_dir, "engine.lease")
+
+    # -- public API --------------------------------------------------------------------
+    def read_state(self) -> Optional[EngineState]:
+        """The recorded state, or ``None`` when there is none (or it is unreadable)."""
+        try:
+            with open(self.state_path, encoding="utf-8") as f:
+                return EngineState(**json.load(f))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def status(self) -> Optional[EngineState]:
+        """The running engine, or ``None``. Checks the processes and the port, not health."""
+        state = self.read_state()
+        if state is None or not is_supervisor(state.supervisor_pid) or not _pid_alive(state.server_pid):
+            return None
+        return state
+
+    def ensure(self) -> EngineState:
+        """The running engine, started if there is none; a dead or hung one is replaced.
+
+        Also takes this process's lease, so the engine does not stop while it is in use.
+
+        Raises:
+            EngineError: the engine could not be started (the message ends with its log
+                tail) or runs with another master than asked for.
+        """
+        os.makedirs(self.state_dir, exist_ok=True)
+        with self._locked():
+            state = self.read_state()
+            if state is not None:
+                problem = self._problem(state)
+                if problem is None:
+                    if state.master != self.master:
+                        raise EngineError(
+                            f"the warm engine of this lake ({state.display_url}, pid "
+                            f"{state.supervisor_pid}) runs on master {state.master!r}, not {self.master!r}. "
+                            "Stop it with `assetlake engine stop` to start one on the new master."
+                        )
+                    hold_lease(self._lease_path)
+                    return state
+                self._say(f"assetlake: replacing the warm Spark engine at {state.display_url}: {problem}.")
+                self._kill(state)
+            state = self._start()
+            hold_lease(self._lease_path)
+            return state
+
+    def stop(self, timeout: float = 60.0) -> Optional[EngineState]:
+        """Stop the engine (SIGTERM to its supervisor, SIGKILL after ``timeout``).
+
+        Returns:
+            The state of the engine that was stopped, or ``None`` if none was running.
+        """
+        if not os.path.isdir(self.state_dir):
+            return None
+        with self._locked():
+            state = self.read_state()
+            if state is None:
+                return None
+            self._kill(state, timeout=timeout)
+            return state
+
+    # -- internals ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _problem(self, state: EngineState) -> Optional[str]:
+        """Why a recorded engine cannot be used, or ``None`` when it answers."""
+        if not is_supervisor(state.supervisor_pid):
+            return f"its supervisor (pid {state.supervisor_pid}) is gone"
+        if not _pid_alive(state.server_pid):
+            return f"its server (pid {state.server_pid}) is gone"
+        error = probe(state)
+        if error is not None:
+            return f"it does not answer ({error}); its log is {state.log_path}"
+        return None
+
+    def _kill(self, state: EngineState, timeout: float = 30.0) -> None:
+        if is_supervisor(state.supervisor_pid):
+            _signal(state.supervisor_pid, signal.SIGTERM, group=False)
+            if not _wait_gone(state.supervisor_pid, timeout):
+                _signal(state.supervisor_pid, signal.SIGKILL, group=False)
+        # The supervisor stops the JVM; make sure of it for a hung or killed supervisor.
+        if _pid_alive(state.server_pid):
+            _signal(state.server_pid, signal.SIGTERM, group=True)
+            if not _wait_gone(state.server_pid, timeout):
+                _signal(state.server_pid, signal.SIGKILL, group=True)
+                _wait_gone(state.server_pid, 10.0)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.state_path)
+
+    def _start(self) -> EngineState:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.state_path)
+        started = time.time()
+        command = [
+            sys.executable, "-m", SUPERVISOR_MODULE, "serve",
+            "--state-dir", self.state_dir,
+            "--master", self.master,
+            "--idle-timeout", str(self.idle_timeout),
+        ]
+        if self.warehouse_dir:
+            command += ["--warehouse-dir", self.warehouse_dir]
+        for key, value in self.spark_conf.items():
+            command += ["--conf", f"{key}={value}"]
+        self._say(f"assetlake: starting the warm Spark engine (log: {self.log_path}) …")
+        with open(self.log_path, "ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # outlives this process and its Ctrl-C
+                close_fds=True,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            code = process.poll()
+            state = self.read_state()
+            if state is not None and state.supervisor_pid == process.pid:
+                self._say(f"assetlake: warm Spark engine ready at {state.display_url} in {time.time() - started:.1f} s")
+                return state
+            if code is not None:
+                raise EngineError(
+                    f"the warm Spark engine did not start (exit code {code}). "
+                    f"Log tail ({self.log_path}):\n{_tail(self.log_path)}"
+                )
+            time.sleep(0.2)
+        _signal(process.pid, signal.SIGKILL, group=True)
+        raise EngineError(
+            f"the warm Spark engine did not start within {START_TIMEOUT_S:.0f} s. "
+            f"Log tail ({self.log_path}):\n{_tail(self.log_path)}"
+        )
+
+    def _say(self, message: str) -> None:
+        if self._log is not None:
+            self._log(message)
+        else:
+            print(message, file=sys.stderr, flush=True)
+
+
+def probe(state: EngineState, timeout: float = HEALTH_TIMEOUT_S) -> Optional[str]:
+    """``None`` if the server answers a trivial request within ``timeout``, else why not."""
+    outcome: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            session = new_engine_session(state, retries=False)
+            try:
+                outcome["version"] = session.version
+            finally:
+                with contextlib.suppress(Exception):
+                    session.stop()
+        except Exception as exc:  # noqa: BLE001 - any failure means "not usable"
+            outcome["error"] = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+    worker = threading.Thread(target=ask, daemon=True, name="assetlake-engine-probe")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        return f"no answer within {timeout:.0f} s"
+    return outcome.get("error")
+
+
+def new_engine_session(state: EngineState, *, retries: bool = True) -> Any:
+    """A new Spark Connect session on the engine: its own temp views and settings.
+
+    Spark Connect's default client retries an unreachable server for minutes; a local
+    engine that is gone will not come back, so a lost engine fails within seconds.
+    """
+    from assetlake_dagster.spark_session import new_connect_session
+
+    session = new_connect_session(state.url)
+    fail_fast(session, retries)
+    return session
+
+
+def fail_fast(session: Any, retries: bool = True) -> None:
+    """Give a Connect session a short retry policy (seconds, not Spark's ten minutes)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    policy = DefaultPolicy(
+        max_retries=4 if retries else 0, initial_backoff=100, max_backoff=1000, backoff_multiplier=2.0
+    )
+    session.client.set_retry_policies([policy])
+
+
+def engine_lost_message(exc: BaseException) -> Optional[str]:
+    """A sentence for an error meaning the Spark Connect server went away, else ``None``."""
+    text = f"{type(exc).__name__}: {exc}"
+    markers = ("UNAVAILABLE", "Connection refused", "failed to connect", "RetriesExceeded", "Socket closed")
+    if not any(marker in text for marker in markers):
+        return None
+    return (
+        "the Spark engine went away during the run (" + (text.strip().splitlines() or [""])[0][:200] + "). "
+        "Nothing was committed by this step. The next run starts a new engine; "
+        "`assetlake engine status` shows it and its log."
+    )
+
+
+# -- leases: processes that use the engine ------------------------------------------------
+_lease_fds: dict[str, int] = {}
+_lease_lock = threading.Lock()
+
+
+def hold_lease(path: str) -> None:
+    """Hold a shared lock on the lease file for the rest of this process's life."""
+    with _lease_lock:
+        if path not in _lease_fds:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            _lease_fds[path] = fd
+        os.utime(path)  # "last used": the idle clock starts again
+
+
+def release_leases() -> None:
+    """Give up this process's leases (tests; a process's exit does the same)."""
+    with _lease_lock:
+        for fd in _lease_fds.values():
+            os.close(fd)
+        _lease_fds.clear()
+
+
+def _lease_is_free(path: str) -> bool:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+    finally:
+        os.close(fd)
+
+
+# -- processes ---------------------------------------------------------------------------
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _zombie_free(pid)
+
+
+def _zombie_free(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc (macOS): trust kill(0)
+
+
+def is_supervisor(pid: int) -> bool:
+    """Whether ``pid`` is alive and is an engine supervisor (not a recycled pid)."""
+    if not _pid_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return SUPERVISOR_MODULE.encode() in f.read()
+    except OSError:
+        return True
+
+
+def _signal(pid: int, sig: int, *, group: bool) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not _pid_alive(pid)
+
+
+def _tail(path: str, lines: int = 40) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError as exc:
+        return f"(no log: {exc})"
+
+
+def _write_state(path: str, state: EngineState) -> None:
+    """Write ``engine.json`` atomically, readable by its owner only (it holds the token)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(asdict(state), f, indent=2)
+    os.replace(tmp, path)
+
+
+# -- the supervisor ------------------------------------------------------------------------
+def serve(
+    state_dir: str,
+    *,
+    master: str,
+    idle_timeout: float,
+    spark_conf: Mapping[str, str],
+    warehouse_dir: Optional[str],
+    poll_s: float = 2.0,
+) -> int:
+    """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
+    from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
+
+    engine = WarmEngine(state_dir, master=master, idle_timeout=idle_timeout)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal that started it may close
+
+    token = secrets.token_urlsafe(32)
+    os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # the server reads it from here, not argv
+    conf = {**ENGINE_DEFAULTS, **spark_conf}
+    if "spark.driver.extraJavaOptions" not in conf:
+        # Spark logs every RPC at INFO: keep the engine's log to warnings and its start.
+        log4j = os.path.join(state_dir, "log4j2.properties")
+        with open(log4j, "w", encoding="utf-8") as f:
+            f.write(_LOG4J)
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
+    server = None
+    for attempt in range(3):  # the free port may be taken between choosing and binding it
+        port = free_port(HOST)
+        try:
+            server = start_connect_server(
+                port, host=HOST, master=master, spark_conf=conf, warehouse_dir=warehouse_dir,
+                log_path=engine.log_path, timeout=START_TIMEOUT_S,
+            )
+            break
+        except ConnectServerError as exc:
+            print(f"[assetlake engine] start attempt {attempt + 1} failed: {exc}", flush=True)
+            if stopping.is_set():
+                return 1
+    if server is None:
+        return 1
+    state = EngineState(
+        host=HOST, port=server.port, token=token, supervisor_pid=os.getpid(), server_pid=server.process.pid,
+        master=master, log_path=engine.log_path, started_at=time.time(), idle_timeout=idle_timeout,
+    )
+    _write_state(engine.state_path, state)
+    print(f"[assetlake engine] ready at {state.display_url} (pid {os.getpid()}, server pid {state.server_pid}, "
+          f"idle timeout {idle_timeout:.0f} s)", flush=True)
+    reason = "stopped"
+    last_used = time.time()
+    try:
+        while not stopping.wait(poll_s):
+            if server.process.poll() is not None:
+                reason = f"the Spark server exited with code {server.process.returncode}"
+                break
+            if not _lease_is_free(engine._lease_path):
+                last_used = time.time()
+                continue
+            with contextlib.suppress(OSError):
+                last_used = max(last_used, os.path.getmtime(engine._lease_path))
+            if time.time() - last_used >= idle_timeout:
+                with engine._locked():  # no process may take a lease while we decide
+                    if _lease_is_free(engine._lease_path):
+                        reason = f"idle for {idle_timeout:.0f} s"
+                        _remove_own_state(engine, state)
+                        break
+    finally:
+        _remove_own_state(engine, state)
+        server.stop()
+        print(f"[assetlake engine] stopped: {reason}", flush=True)
+    return 0
+
+
+_LOG4J = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.server.name = org.apache.spark.sql.connect.service.SparkConnectServer
+logger.server.level = info
+"""
+
+
+def _remove_own_state(engine: WarmEngine, state: EngineState) -> None:
+    current = engine.read_state()
+    if current is not None and current.supervisor_pid == state.supervisor_pid:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(engine.state_path)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m assetlake_dagster.engine serve …``: the supervisor (started by WarmEngine)."""
+    parser = argparse.ArgumentParser(prog="python -m assetlake_dagster.engine")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("serve", help="run the engine's supervisor in the foreground")
+    run.add_argument("--state-dir", required=True)
+    run.add_argument("--master", default="local[*]")
+    run.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
+    run.add_argument("--warehouse-dir")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    conf = dict(item.split("=", 1) for item in args.conf)
+    return serve(
+        args.state_dir, master=args.master, idle_timeout=args.idle_timeout, spark_conf=conf,
+        warehouse_dir=args.warehouse_dir,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
