@@ -5,7 +5,8 @@ from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.errors import display_path
+from assetlake_dagster.engine import engine_lost_failure
+from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake import ensure_schema, register_table
 from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import backfill_policy, run_slices
@@ -86,6 +87,14 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         spark = resource.new_session()
         try:
             yield from _run_sql_asset(context, spec, asset_spec, output_name, managed, resource, spark)
+        except AssetlakeError:
+            raise
+        except Exception as exc:
+            lake = resource.lake
+            lost = engine_lost_failure(exc, f"the run of {spec.uri}", None if lake.is_url else lake.table_path(spec.uri))
+            if lost is not None:
+                raise lost from exc
+            raise
         finally:
             resource.release_session(spark)
 

@@ -13,6 +13,7 @@ Layout of the engine's state folder (``<lake_root>/.assetlake/engine`` by defaul
     engine.json    host, port, token, pids, master, log path (mode 0600: it holds the token)
     engine.lock    held while a process starts, checks or stops the engine
     engine.lease   every process using the engine holds a shared lock on it
+    engine.exit    why the last engine stopped, when its Spark server died unexpectedly
     engine.log     the supervisor's and the Spark server's log
 
 A small supervisor process (``python -m assetlake_dagster.engine serve``) owns the JVM: it
@@ -45,6 +46,7 @@ from assetlake_dagster.errors import AssetlakeError
 
 ENGINE_DIR_ENV = "ASSETLAKE_ENGINE_DIR"
 IDLE_TIMEOUT_ENV = "ASSETLAKE_ENGINE_IDLE_TIMEOUT"
+HEALTH_TIMEOUT_ENV = "ASSETLAKE_ENGINE_HEALTH_TIMEOUT"
 #: Seconds without any user before the engine stops itself.
 DEFAULT_IDLE_TIMEOUT_S = 1800
 #: A server that does not answer a trivial request within this time is considered hung.
@@ -148,6 +150,7 @@ class WarmEngine:
         spark_conf: Optional[Mapping[str, str]] = None,
         warehouse_dir: Optional[str] = None,
         log: Any = None,
+        health_timeout: Optional[float] = None,
     ):
         self.state_dir = os.path.abspath(state_dir)
         self.master = master
@@ -155,6 +158,7 @@ class WarmEngine:
         self.spark_conf = dict(spark_conf or {})
         self.warehouse_dir = warehouse_dir
         self._log = log
+        self.health_timeout = float(os.environ.get(HEALTH_TIMEOUT_ENV) or HEALTH_TIMEOUT_S) if health_timeout is None else health_timeout
 
     # -- paths -------------------------------------------------------------------------
     @property
@@ -168,6 +172,10 @@ class WarmEngine:
     @property
     def _lock_path(self) -> str:
         return os.path.join(self.state_dir, "engine.lock")
+
+    @property
+    def _exit_path(self) -> str:
+        return os.path.join(self.state_dir, "engine.exit")
 
     @property
     def _lease_path(self) -> str:
@@ -213,6 +221,8 @@ class WarmEngine:
                     hold_lease(self._lease_path)
                     return state
                 self._say(f"assetlake: replacing the warm Spark engine at {state.display_url}: {problem}.")
+                # A dead or hung engine is not worth a graceful stop: its server goes first.
+                _signal(state.server_pid, signal.SIGKILL, group=True)
                 self._kill(state)
             state = self._start()
             hold_lease(self._lease_path)
@@ -249,7 +259,7 @@ class WarmEngine:
             return f"its supervisor (pid {state.supervisor_pid}) is gone"
         if not _pid_alive(state.server_pid):
             return f"its server (pid {state.server_pid}) is gone"
-        error = probe(state)
+        error = probe(state, self.health_timeout)
         if error is not None:
             return f"it does not answer ({error}); its log is {state.log_path}"
         return None
@@ -271,6 +281,13 @@ class WarmEngine:
     def _start(self) -> EngineState:
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.state_path)
+        try:
+            with open(self._exit_path, encoding="utf-8") as f:
+                crash = json.load(f).get("reason", "unknown reason")
+            os.remove(self._exit_path)
+            self._say(f"assetlake: the last warm Spark engine stopped unexpectedly ({crash}; log: {self.log_path}).")
+        except (OSError, ValueError, AttributeError):
+            pass
         started = time.time()
         command = [
             sys.executable, "-m", SUPERVISOR_MODULE, "serve",
@@ -364,16 +381,53 @@ def fail_fast(session: Any, retries: bool = True) -> None:
     session.client.set_retry_policies([policy])
 
 
-def engine_lost_message(exc: BaseException) -> Optional[str]:
-    """A sentence for an error meaning the Spark Connect server went away, else ``None``."""
-    text = f"{type(exc).__name__}: {exc}"
-    markers = ("UNAVAILABLE", "Connection refused", "failed to connect", "RetriesExceeded", "Socket closed")
-    if not any(marker in text for marker in markers):
+#: Signs, in a Spark Connect client error, that the server itself is gone.
+_LOST_MARKERS = ("UNAVAILABLE", "Connection refused", "failed to connect", "RetriesExceeded", "Socket closed",
+                 "Connection reset", "CANCELLED")
+
+
+def is_engine_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the Spark Connect server went away (not a query error)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = f"{type(exc).__name__}: {exc}"
+        if any(marker in text for marker in _LOST_MARKERS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def local_table_version(path: str) -> Optional[int]:
+    """The latest committed version of a Delta table on a local disk, read from its log
+    folder without Spark (``None`` when there is no table). Checkpoints aside, each commit
+    is ``_delta_log/<20-digit version>.json``."""
+    try:
+        names = os.listdir(os.path.join(path, "_delta_log"))
+    except OSError:
         return None
-    return (
-        "the Spark engine went away during the run (" + (text.strip().splitlines() or [""])[0][:200] + "). "
-        "Nothing was committed by this step. The next run starts a new engine; "
-        "`assetlake engine status` shows it and its log."
+    versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
+    return max(versions) if versions else None
+
+
+def engine_lost_failure(exc: BaseException, what: str, table_path: Optional[str] = None) -> Optional[EngineError]:
+    """The error to raise when ``exc`` means the engine went away during ``what``, else ``None``.
+
+    The write is one Delta commit, so a lost engine cannot have half-published it: the
+    message says which version the table stays at.
+    """
+    if not is_engine_lost(exc):
+        return None
+    detail = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [""])[0][:300]
+    table = ""
+    if table_path is not None:
+        version = local_table_version(table_path)
+        table = (" The table has no version yet." if version is None else
+                 f" The table stays at its prior version {version}: nothing of this write was committed.")
+    return EngineError(
+        f"the Spark engine went away during {what} ({detail}).{table} Run again: the next run starts a new "
+        "engine (`assetlake engine status` shows it and its log).",
+        allow_retries=True,
     )
 
 
@@ -539,6 +593,9 @@ def serve(
         while not stopping.wait(poll_s):
             if server.process.poll() is not None:
                 reason = f"the Spark server exited with code {server.process.returncode}"
+                # The next process to need an engine says so when it starts a new one.
+                with open(engine._exit_path, "w", encoding="utf-8") as f:
+                    json.dump({"reason": reason, "at": time.time()}, f)
                 break
             if not _lease_is_free(engine._lease_path):
                 last_used = time.time()

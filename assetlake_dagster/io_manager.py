@@ -15,6 +15,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import read
+from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, register_current_view, register_table
 from assetlake_dagster.materialization import (
@@ -183,7 +184,13 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         df = to_spark(session, obj)
         if partitions:
             df = with_partition_column(session, df, partitions, uri)
-        result = write_with_retries(strategy_for(strategy), session, df, target, context.log)
+        try:
+            result = write_with_retries(strategy_for(strategy), session, df, target, context.log)
+        except Exception as exc:
+            lost = engine_lost_failure(exc, f"the write of {uri}", None if self.lake.is_url else target.path)
+            if lost is not None:
+                raise lost from exc
+            raise
         register_table(session, self.lake, uri)
         if strategy is WriteStrategy.HISTORY:
             # Kept in step with every run, committed or not, so later steps can read it.

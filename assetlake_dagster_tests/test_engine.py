@@ -1,0 +1,189 @@
+"""The warm engine across real processes: one server for concurrent starters, isolated
+sessions, a dead or hung server replaced with a message, idle stop, the CLI, and a run
+that loses its engine failing clearly with the table at its prior version.
+
+These tests start an engine of their own (not the suite's), so they may kill it.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from assetlake_dagster.cli import main as assetlake
+from assetlake_dagster.engine import WarmEngine, local_table_version
+from assetlake_dagster_tests.helpers import cli_env
+
+pytestmark = pytest.mark.spark
+
+
+def _python(code: str, env: dict, timeout: float = 600) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 600) -> tuple[dict, str]:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1]), err
+
+
+CONNECT = """
+    import json, os
+    from assetlake_dagster.resources import SparkDeltaResource
+    resource = SparkDeltaResource(lake_root=os.environ["LAKE"])
+    state = resource.engine_state()
+    mine, other = resource.new_session(), resource.new_session()
+    mine.sql("SET spark.sql.shuffle.partitions=3")
+    mine.sql("CREATE OR REPLACE TEMP VIEW only_mine AS SELECT 1 AS x")
+    print(json.dumps({
+        "pid": state.supervisor_pid, "port": state.port, "jvm": state.server_pid,
+        "mine": mine.conf.get("spark.sql.shuffle.partitions"),
+        "other": other.conf.get("spark.sql.shuffle.partitions"),
+        "other_views": [r[1] for r in other.sql("SHOW VIEWS").collect()],
+        "answer": mine.sql("SELECT x FROM only_mine").first()[0],
+    }))
+"""
+
+
+@pytest.fixture(scope="module")
+def engine_dir(tmp_path_factory):
+    state_dir = str(tmp_path_factory.mktemp("own-engine"))
+    yield state_dir
+    WarmEngine(state_dir).stop()
+
+
+@pytest.fixture
+def env(engine_dir, tmp_path):
+    return cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, LAKE=str(tmp_path / "lake"))
+
+
+def test_two_processes_at_once_get_one_engine_with_sessions_of_their_own(env, engine_dir):
+    first, second = _python(CONNECT, env), _python(CONNECT, env)
+    (a, err_a), (b, err_b) = _finish(first), _finish(second)
+    assert (a["pid"], a["port"]) == (b["pid"], b["port"])
+    assert (err_a + err_b).count("starting the warm Spark engine") == 1
+    # A session's SET and temp views are its own.
+    assert (a["mine"], a["other"], a["other_views"], a["answer"]) == ("3", "8", [], 1)
+    state = json.load(open(os.path.join(engine_dir, "engine.json")))
+    assert state["host"] == "127.0.0.1" and state["token"]
+    assert oct(os.stat(os.path.join(engine_dir, "engine.json")).st_mode & 0o777) == "0o600"
+
+
+def test_the_engine_needs_its_token(env):
+    state, _ = _finish(_python(CONNECT, env))
+    probe = _python(
+        f"""
+        from pyspark.sql.connect.session import SparkSession
+        try:
+            SparkSession.builder.remote("sc://localhost:{state['port']}").create().sql("SELECT 1").collect()
+            print("answered")
+        except Exception as exc:
+            print("refused", type(exc).__name__)
+        """,
+        env,
+    )
+    out, _ = probe.communicate(timeout=120)
+    assert out.strip().startswith("refused"), out
+
+
+def test_a_killed_engine_is_replaced_on_next_use_with_a_message(env):
+    # The Spark server dies: its supervisor notices, and the next user hears why.
+    before, _ = _finish(_python(CONNECT, env))
+    os.killpg(before["jvm"], signal.SIGKILL)
+    after, err = _finish(_python(CONNECT, env))
+    assert after["pid"] != before["pid"]
+    assert "the last warm Spark engine stopped unexpectedly (the Spark server exited with code" in err, err
+    # Supervisor and server die together (kill -9): the state file is stale, and found out.
+    os.kill(after["pid"], signal.SIGKILL)
+    os.killpg(after["jvm"], signal.SIGKILL)
+    again, err = _finish(_python(CONNECT, env))
+    assert again["pid"] not in (before["pid"], after["pid"])
+    assert f"replacing the warm Spark engine at sc://localhost:{after['port']}: its supervisor" in err, err
+    assert "is gone" in err, err
+
+
+def test_a_hung_engine_is_replaced(env, engine_dir):
+    before, _ = _finish(_python(CONNECT, env))
+    os.killpg(before["jvm"], signal.SIGSTOP)  # alive, listening, never answering
+    try:
+        after, err = _finish(_python(CONNECT, {**env, "ASSETLAKE_ENGINE_HEALTH_TIMEOUT": "5"}))
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # replacing it killed it
+            os.killpg(before["jvm"], signal.SIGCONT)
+    assert after["pid"] != before["pid"]
+    assert "does not answer (no answer within 5 s)" in err, err
+
+
+def test_an_idle_engine_stops_itself_and_the_cli_shows_it(tmp_path, capsys):
+    lake = str(tmp_path / "lake")
+    env = cli_env(ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"), LAKE=lake, ASSETLAKE_ENGINE_IDLE_TIMEOUT="4")
+    _finish(_python(CONNECT, env))  # the process exits: nobody uses the engine any more
+    engine = WarmEngine(str(tmp_path / "engine"))
+    os.environ["ASSETLAKE_ENGINE_DIR"], saved = str(tmp_path / "engine"), os.environ["ASSETLAKE_ENGINE_DIR"]
+    try:
+        deadline = time.monotonic() + 120
+        while engine.status() is not None:
+            assert time.monotonic() < deadline, "the idle engine did not stop"
+            time.sleep(1)
+        assert assetlake(["engine", "status", "--lake-root", lake]) == 3
+        assert "no warm engine is running" in capsys.readouterr().out
+    finally:
+        os.environ["ASSETLAKE_ENGINE_DIR"] = saved
+    assert "stopped: idle for 4 s" in open(engine.log_path).read()
+
+
+def test_engine_start_status_stop_from_the_command_line(tmp_path):
+    env = cli_env(ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"))
+    cli = os.path.join(os.path.dirname(sys.executable), "assetlake")
+    lake = ["--lake-root", str(tmp_path / "lake")]
+    start = subprocess.run([cli, "engine", "start", *lake], env=env, capture_output=True, text=True, timeout=600)
+    assert start.returncode == 0, start.stderr
+    assert "warm engine at sc://localhost:" in start.stdout and "log:" in start.stdout
+    status = subprocess.run([cli, "engine", "status", *lake], env=env, capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and status.stdout == start.stdout
+    stop = subprocess.run([cli, "engine", "stop", *lake], env=env, capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0 and "stopped the warm engine" in stop.stdout, stop.stderr
+    gone = subprocess.run([cli, "engine", "status", *lake], env=env, capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 3
+
+
+LOSE_ENGINE = """
+    import json, os, signal, threading, time
+    import dagster as dg
+    from assetlake_dagster import build_definitions
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    lake, project = os.environ["LAKE"], os.environ["PROJECT"]
+    def run(sql):
+        with open(os.path.join(project, "t.sql"), "w") as f:
+            f.write("-- materialize delta://s/t\\n\\n" + sql + "\\n")
+        defs = build_definitions(project, lake_root=lake)
+        job = defs.resolve_implicit_global_asset_job_def()
+        return job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+
+    assert run("SELECT id FROM range(5)").success
+    state = SparkDeltaResource(lake_root=lake).engine_state()
+    threading.Timer(6.0, lambda: os.killpg(state.server_pid, signal.SIGKILL)).start()
+    result = run("SELECT id, java_method('java.lang.Thread', 'sleep', 60000L) AS z FROM range(5)")
+    failure = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"][0]
+    print(json.dumps({"success": result.success, "message": failure.event_specific_data.error.message}))
+"""
+
+
+def test_a_run_that_loses_its_engine_fails_clearly_and_the_table_stays(env, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    out, _ = _finish(_python(LOSE_ENGINE, {**env, "PROJECT": str(project)}))
+    assert not out["success"]
+    assert "the Spark engine went away" in out["message"], out["message"]
+    assert "stays at its prior version 0" in out["message"], out["message"]
+    assert local_table_version(os.path.join(env["LAKE"], "s", "t")) == 0
