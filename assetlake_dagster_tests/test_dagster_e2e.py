@@ -184,3 +184,27 @@ def test_python_asset_merge_with_spark_dataframe(spark, lake_root):
     assert stamp == {
         "run_id": result.run_id, "root_run_id": result.run_id, "asset": "py/things", "partition": None
     }
+
+
+def test_each_sql_asset_has_its_own_session(spark, tmp_path, lake_root):
+    """A SET and a temp view in one file's setup reach no other asset of the same run."""
+    project = tmp_path / "scoped"
+    project.mkdir()
+    (project / "a.sql").write_text(
+        "-- materialize delta://s/a\n\n"
+        "SET spark.sql.session.timeZone=America/New_York;\n"
+        "CREATE TEMP VIEW shared_name AS SELECT 'from a' AS origin;\n"
+        "SELECT current_timezone() AS tz, origin FROM shared_name\n"
+    )
+    (project / "b.sql").write_text(
+        "-- materialize delta://s/b\n-- on delta://s/a\n\n"
+        "SELECT current_timezone() AS tz,\n"
+        "       (SELECT count(*) FROM s.a) AS upstream_rows\n"
+    )
+    defs = build_definitions(str(project), lake_root=lake_root)
+    run(defs, ["s/a", "s/b"], dg.DagsterInstance.ephemeral())
+    read = lambda t: spark.read.format("delta").load(os.path.join(lake_root, "s", t)).collect()  # noqa: E731
+    assert [(r.tz, r.origin) for r in read("a")] == [("America/New_York", "from a")]
+    assert [(r.tz, r.upstream_rows) for r in read("b")] == [("UTC", 1)]
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert "shared_name" not in [t.name for t in spark.catalog.listTables()]
