@@ -187,3 +187,75 @@ def test_a_run_that_loses_its_engine_fails_clearly_and_the_table_stays(env, tmp_
     assert "the Spark engine went away" in out["message"], out["message"]
     assert "stays at its prior version 0" in out["message"], out["message"]
     assert local_table_version(os.path.join(env["LAKE"], "s", "t")) == 0
+
+
+def _spark_class(*args: str, log) -> subprocess.Popen:
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1")
+    return subprocess.Popen(
+        [os.path.join(home, "bin", "spark-class"), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, what: str, log_path, timeout: float = 180) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"{what} exited: " + open(log_path).read()[-3000:]
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        assert time.monotonic() < deadline, f"{what} did not listen on {port}: " + open(log_path).read()[-3000:]
+        time.sleep(0.5)
+
+
+def test_a_materialization_runs_on_a_standalone_spark_cluster(tmp_path):
+    """ASSETLAKE_SPARK_MASTER points the engine at a standalone master with one worker."""
+    from assetlake_dagster.connect_server import free_port
+
+    port, log_path = free_port(), tmp_path / "cluster.log"
+    master_url = f"spark://127.0.0.1:{port}"
+    with open(log_path, "w") as log:
+        master = _spark_class(
+            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+            "--webui-port", str(free_port()), log=log,
+        )
+        worker = None
+        try:
+            _wait_for_port(port, master, "the master", log_path)
+            worker = _spark_class(
+                "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1", "--cores", "1",
+                "--memory", "2g", "--webui-port", str(free_port()), "--work-dir", str(tmp_path / "work"), log=log,
+            )
+            lake, project = tmp_path / "lake", tmp_path / "project"
+            project.mkdir()
+            (project / "t.sql").write_text("-- materialize delta://s/t\n\nSELECT id, id * 2 AS twice FROM range(100)\n")
+            env = cli_env(
+                ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"), ASSETLAKE_SPARK_MASTER=master_url,
+                ASSETLAKE_PROJECT_DIR=str(project), ASSETLAKE_LAKE_ROOT=str(lake), DAGSTER_HOME=str(tmp_path / "home"),
+            )
+            os.makedirs(env["DAGSTER_HOME"])
+            dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
+            run = subprocess.run(
+                [dagster, "asset", "materialize", "-m", "assetlake_dagster.definitions", "--select", "s/t"],
+                env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+            state = WarmEngine(env["ASSETLAKE_ENGINE_DIR"]).status()
+            assert state is not None and state.master == master_url
+            import deltalake
+
+            rows = deltalake.DeltaTable(str(lake / "s" / "t")).to_pyarrow_table().to_pylist()
+            assert len(rows) == 100 and sum(r["twice"] for r in rows) == 9900
+            # The executors ran on the worker: it created an application folder for the engine.
+            assert any((tmp_path / "work").iterdir())
+        finally:
+            WarmEngine(str(tmp_path / "engine")).stop()
+            for proc in (worker, master):
+                if proc is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=60)
