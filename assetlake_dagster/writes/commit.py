@@ -6,6 +6,8 @@ version a write produced is found by that stamp in the table history, never by t
 """
 
 import json
+import os
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -15,10 +17,19 @@ from typing import Optional
 from pyspark.sql import SparkSession
 
 from assetlake_dagster.delta_sql import history, is_delta_table, session_conf
+from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import TableUri, WriteStrategy
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: only the threads of one process are serialized
+    fcntl = None  # type: ignore[assignment]
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 STAMP_TAG = "assetlake"
+#: The lock file of a local table, in its schema folder: ``.<table>.assetlake.lock``.
+LOCK_FILE_SUFFIX = ".assetlake.lock"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
 #: How far back in the history to look for a stamp; concurrent writers rarely exceed it.
 HISTORY_SEARCH_DEPTH = 100
 
@@ -46,13 +57,23 @@ class CommitStamp:
         return self.idempotency_id or self.run_id
 
     def user_metadata(self) -> str:
-        """The JSON written as the commit's ``userMetadata``.
+        """The JSON written as the commit's ``userMetadata``; it never contains ``$``.
+
+        A MERGE is stamped through a session conf value, where Spark substitutes
+        ``${...}`` (a key ``${env:HOME}`` came back as the home folder and the commit was
+        not found by its stamp). ``$`` only occurs inside JSON strings here, so it is
+        written as the JSON escape ``\\u0024``: Spark sees no ``${`` and parsing gives
+        the original text back, byte for byte.
 
         Example:
             >>> CommitStamp("r1", "s/t").user_metadata()
             '{"assetlake": {"run_id": "r1", "root_run_id": "r1", "asset": "s/t", "partition": null}}'
+            >>> print(CommitStamp("r1", "s/t", "${env:HOME}").user_metadata())
+            {"assetlake": {"run_id": "r1", "root_run_id": "r1", "asset": "s/t", "partition": "\\u0024{env:HOME}"}}
+            >>> json.loads(CommitStamp("r1", "s/t", "${env:HOME}").user_metadata())["assetlake"]["partition"]
+            '${env:HOME}'
         """
-        return json.dumps(
+        text = json.dumps(
             {
                 STAMP_TAG: {
                     "run_id": self.run_id,
@@ -62,6 +83,7 @@ class CommitStamp:
                 }
             }
         )
+        return text.replace("$", "\\u0024")
 
     def matches(self, user_metadata: Optional[str]) -> bool:
         """Whether a commit's ``userMetadata`` was written for this slice by this run or
@@ -189,3 +211,62 @@ def stamped_session(
     """
     with _STAMP_LOCK, session_conf(spark, {USER_METADATA_CONF: stamp.user_metadata(), **(settings or {})}):
         yield
+
+
+def lock_file_path(path: str) -> Optional[str]:
+    """The cross-process lock file of the local table at ``path``; ``None`` for a URL.
+
+    It sits beside the table, never inside its folder: rebuilding a history table means
+    deleting that folder, and a lock file deleted while held lets the next writer lock a
+    fresh file while the holder still writes. A dot-name is never a table identifier, so
+    it can neither clash with a table nor be taken for one.
+
+    Example:
+        >>> lock_file_path("/lake/s/t")
+        '/lake/s/.t.assetlake.lock'
+        >>> lock_file_path("s3://bucket/lake/s/t") is None
+        True
+    """
+    if _URL.match(path):
+        return None
+    folder, table = os.path.split(os.path.normpath(path))
+    return os.path.join(folder, f".{table}{LOCK_FILE_SUFFIX}")
+
+
+_TABLE_LOCKS: dict[str, threading.Lock] = {}
+_TABLE_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def table_lock(spark: SparkSession, path: str) -> Iterator[None]:
+    """Serialize writes to one table: this process's threads, and for a local lake also
+    the processes of this machine (an exclusive ``flock``, released by the kernel even
+    when the holder is killed).
+
+    Delta's optimistic concurrency alone cannot make a check done before a command part
+    of it (a SQL MERGE starts its transaction when it runs, on the table as it is then).
+    An object-store lake gets the in-process lock only (a writer in another process
+    is then covered by Delta's conflict detection alone). A Spark Connect server may not see this machine's disk, so no folder is
+    created for it here; the lock file is used once the schema folder exists locally.
+    """
+    key = os.path.normpath(path) if not _URL.match(path) else path
+    with _TABLE_LOCKS_GUARD:
+        lock = _TABLE_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        lock_file = lock_file_path(path)
+        if lock_file is None or fcntl is None:
+            yield
+            return
+        folder = os.path.dirname(lock_file)
+        if not os.path.isdir(folder):
+            if is_connect_session(spark):
+                yield
+                return
+            os.makedirs(folder, exist_ok=True)
+        # Read-only is enough for flock, and works on a file another user created.
+        fd = os.open(lock_file, os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the flock

@@ -11,6 +11,12 @@ columns cannot be compared, so they cannot be tracked; NULL and duplicate keys f
 writing; one UTC run timestamp (microseconds) is shared by every row of the run, bound as a
 parameter, and must be later than every timestamp already in the table; an empty diff
 creates no version (a no-op MERGE can still commit: delta-io/delta#1812).
+
+The timestamp check and the MERGE are one decision (rule 19): two runs that each checked
+"now" and then merged committed ``valid_to < valid_from`` and overlapping versions, since
+the later MERGE ran on the other run's rows. So a run reads the table, takes its timestamp,
+checks it and merges under :func:`~assetlake_dagster.writes.commit.table_lock`, and every
+attempt (a retry too) takes a fresh timestamp after a fresh read.
 """
 
 import datetime as dt
@@ -30,6 +36,7 @@ from assetlake_dagster.writes.commit import (
     current_version,
     result_from_history,
     stamped_session,
+    table_lock,
 )
 from assetlake_dagster.writes.merge import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys
 
@@ -165,7 +172,8 @@ class HistoryWrite(WriteStrategyBase):
     """SCD2 history on ``key=``: one MERGE commit per changing run, none otherwise.
 
     Args:
-        clock: returns the run timestamp (UTC); tests inject their own.
+        clock: returns the run timestamp (UTC); tests inject their own. It is read under
+            the table lock, after the table, so it is later than any run committed before.
 
     Example:
         >>> HistoryWrite(clock=lambda: dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))  # doctest: +ELLIPSIS
@@ -226,16 +234,23 @@ class HistoryWrite(WriteStrategyBase):
         key = [spelled[k.lower()] for k in target.key]
         track = _default_track(target, df.columns)
         self._check_trackable(target, df, track)
-        run_ts = _as_utc(run_timestamp if run_timestamp is not None else self.clock())
         staged = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             check_keys(self, staged, target)
-            existing = delta_columns(spark, target.path)
-            if existing is None:
-                return self._create(spark, staged, target, run_ts)
-            return self._merge(spark, staged, target, key, track, run_ts)
+            # From here to the commit no other history run on this table may commit: a run
+            # that checked its timestamp against the table before another committed would
+            # close that run's versions before they began.
+            with table_lock(spark, target.path):
+                existing = delta_columns(spark, target.path)
+                if existing is None:
+                    return self._create(spark, staged, target, self._run_timestamp(run_timestamp))
+                return self._merge(spark, staged, target, key, track, run_timestamp)
         finally:
             staged.unpersist()
+
+    def _run_timestamp(self, given: Optional[dt.datetime]) -> dt.datetime:
+        """The run's timestamp: the given one (tests), else the clock, now."""
+        return _as_utc(given if given is not None else self.clock())
 
     def _check_trackable(self, target: WriteTarget, df: DataFrame, track: Sequence[str]) -> None:
         types = {f.name.lower(): f.dataType.simpleString() for f in df.schema.fields}
@@ -281,7 +296,7 @@ class HistoryWrite(WriteStrategyBase):
         target: WriteTarget,
         key: list[str],
         track: list[str],
-        run_ts: dt.datetime,
+        run_timestamp: Optional[dt.datetime],
     ) -> WriteResult:
         table_df = read(spark, target.path)
         self._check_frozen_schema(target, staged, table_df)
@@ -290,6 +305,8 @@ class HistoryWrite(WriteStrategyBase):
         # valid_to counts too: a closing delete stamps valid_to without opening a version.
         latest_ts = f"greatest({q(VALID_FROM)}, coalesce({q(VALID_TO)}, {q(VALID_FROM)}))"
         latest = spark.sql(f"SELECT unix_micros(max({latest_ts})) AS latest FROM {table}").first()["latest"]
+        # Taken after the read: every run committed before it took its own timestamp earlier.
+        run_ts = self._run_timestamp(run_timestamp)
         if latest is not None and to_micros(run_ts) <= latest:
             raise self.fail(
                 target,

@@ -3,7 +3,9 @@
 Delta's optimistic concurrency rejects a commit whose reads or writes overlap a commit
 made since the transaction began (e.g. two runs replacing the same partition). Each
 strategy recomputes its diff from the table's new state, so simply running it again is
-correct; after :data:`MAX_ATTEMPTS` the conflict is raised.
+correct; after :data:`MAX_ATTEMPTS` the conflict is raised. A history attempt also takes a
+fresh run timestamp after its re-read (never the failed attempt's, which may now be older
+than the winner's), and checks it against the table under the table lock.
 """
 
 import random
