@@ -11,6 +11,7 @@ from assetlake_dagster.lake import ensure_schema, register_table
 from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import backfill_policy, run_slices
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spark_session import local_checkpoint
 from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
 from assetlake_dagster.sql_runner import (
     argument_config_schema,
@@ -140,7 +141,7 @@ def _run_sql_asset(
     if tests:
         # Audit before publish: the tests see exactly the rows the write will commit
         # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
-        df = df.localCheckpoint(eager=True)
+        df = local_checkpoint(df)
         target = _audit_target(spec, lake, partitions)
         scope, scope_text = staged_scope(spark, df, target)
         outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)

@@ -6,6 +6,7 @@ one, so every asset of an in-process run shares a single JVM. With ``remote=`` t
 no JVM here at all: one Spark Connect client session per server URL, reused the same way.
 """
 
+import atexit
 import glob
 import os
 import threading
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any, Optional
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
 
@@ -106,6 +107,19 @@ _connect_sessions: dict[str, Any] = {}
 _connect_lock = threading.Lock()
 
 
+@atexit.register
+def _close_connect_sessions() -> None:
+    """Close this process's shared Connect sessions before the interpreter tears down:
+    PySpark releases cached relations in ``__del__`` with an RPC that hangs at shutdown."""
+    with _connect_lock:
+        for session in _connect_sessions.values():
+            try:
+                session.stop()
+            except Exception:  # noqa: BLE001 - a lost server: nothing to release
+                pass
+        _connect_sessions.clear()
+
+
 def connect_session(url: str, spark_conf: Optional[Mapping[str, str]] = None) -> SparkSession:
     """Get or create this process's Spark Connect session for the server at ``url``.
 
@@ -162,6 +176,28 @@ def new_connect_session(url: str) -> SparkSession:
         ) from exc
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     return ConnectSparkSession.builder.remote(url).create()
+
+
+def local_checkpoint(df: DataFrame) -> DataFrame:
+    """``df.localCheckpoint(eager=True)``, in ``df``'s own session also over Spark Connect.
+
+    PySpark 4.0's Connect client attaches the checkpointed DataFrame to the thread's
+    *active* session, not to ``df``'s (``conversion.proto_to_remote_cached_dataframe``):
+    with several sessions in a process (one per SQL asset), the result then names a
+    cached relation that its session does not have ("No DataFrame with id … is found in
+    the session"). So ``df``'s session is made the active one for the call.
+    """
+    if not is_connect_session(df):
+        return df.localCheckpoint(eager=True)
+    from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
+
+    active = ConnectSparkSession._active_session  # a threading.local: this thread only
+    before = getattr(active, "session", None)
+    active.session = df.sparkSession
+    try:
+        return df.localCheckpoint(eager=True)
+    finally:
+        active.session = before
 
 
 def is_connect_session(obj: Any) -> bool:
