@@ -22,6 +22,18 @@ os.environ.setdefault("ASSETLAKE_ENGINE_DIR", tempfile.mkdtemp(prefix="assetlake
 os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
 
 
+#: Test folders = layers = markers: `bash scripts/test.sh -m unit` runs in seconds.
+LAYERS = ("unit", "spark", "dagster", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.parts
+        for layer in LAYERS:
+            if layer in parts[parts.index("assetlake_dagster_tests") + 1:-1]:
+                item.add_marker(getattr(pytest.mark, layer))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _stop_the_suite_engine():
     yield

@@ -1,7 +1,32 @@
 """Helpers shared by the test modules (imported from here, never from another test module)."""
 
+import json
 import os
+import socket
 import sys
+import urllib.request
+
+from assetlake_dagster.partitions import PARTITION_COLUMN
+
+#: The repository root and the fixture projects (one small folder per scenario).
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "projects")
+#: The console scripts of this virtualenv.
+DAGSTER = os.path.join(os.path.dirname(sys.executable), "dagster")
+ASSETLAKE = os.path.join(os.path.dirname(sys.executable), "assetlake")
+#: Every asset key of the bundled demo.
+DEMO_KEYS = {
+    "raw/customers",
+    "raw/orders",
+    "staging/orders",
+    "analytics/customers",
+    "analytics/dim_customer",
+    "analytics/fct_orders",
+    "analytics/customer_revenue",
+    "analytics/top_customers",
+    "ops/load_log",
+    "analytics/monthly_revenue",
+}
 
 
 def cli_env(**overrides: str) -> dict[str, str]:
@@ -17,3 +42,35 @@ def cli_env(**overrides: str) -> dict[str, str]:
         env.pop(name, None)
     env.update(overrides)
     return env
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def graphql(port: int, query: str) -> dict:
+    """POST a GraphQL query to the Dagster webserver on ``port``."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def delta_history(spark, path):
+    """``[(version, operation), …]`` of a Delta table, newest first."""
+    return [(r.version, r.operation) for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()]
+
+
+def files_by_partition(spark, path):
+    """``{partition key: {data file paths}}`` of a partitioned managed table."""
+    rows = spark.sql(f"SELECT DISTINCT _metadata.file_path AS f, {PARTITION_COLUMN} AS p FROM delta.`{path}`").collect()
+    found = {}
+    for r in rows:
+        found.setdefault(r.p, set()).add(r.f)
+    return found

@@ -20,8 +20,9 @@ from assetlake_dagster.io_manager import DeltaIOManager, managed_write
 from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark_session import connect_session, is_connect_session
+from assetlake_dagster_tests.helpers import PROJECTS
 
-PROJECT = os.path.join(os.path.dirname(__file__), "projects", "pipeline")
+PROJECT = os.path.join(PROJECTS, "pipeline")
 ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
 SERVER_APP_NAME = "assetlake Spark Connect"
 
@@ -278,8 +279,8 @@ def test_history_over_spark_connect(remote, lake_root, tmp_path):
     ]
 
 
-BATCH_PROJECT = os.path.join(os.path.dirname(__file__), "projects", "connect_batch")
-AUDITED_PROJECT = os.path.join(os.path.dirname(__file__), "projects", "connect_audited")
+BATCH_PROJECT = os.path.join(PROJECTS, "connect_batch")
+AUDITED_PROJECT = os.path.join(PROJECTS, "connect_audited")
 DAYS = [f"2024-01-0{d}" for d in range(1, 6)]
 
 

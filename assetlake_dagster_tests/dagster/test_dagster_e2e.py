@@ -10,8 +10,9 @@ from delta.tables import DeltaTable
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.io_manager import managed_write
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster_tests.helpers import PROJECTS
 
-PROJECT = os.path.join(os.path.dirname(__file__), "projects", "pipeline")
+PROJECT = os.path.join(PROJECTS, "pipeline")
 ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
 
 

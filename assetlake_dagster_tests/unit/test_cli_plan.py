@@ -4,8 +4,9 @@ import os
 
 from assetlake_dagster.cli import main
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
+from assetlake_dagster_tests.helpers import PROJECTS
 
-INVALID = os.path.join(os.path.dirname(__file__), "projects", "invalid")
+INVALID = os.path.join(PROJECTS, "invalid")
 
 
 def test_plan_merge_file(capsys, tmp_path):
@@ -47,7 +48,7 @@ def test_plan_of_a_missing_file(capsys, tmp_path):
 
 
 def test_plan_history_file_prints_the_merge(capsys, tmp_path):
-    sql = os.path.join(os.path.dirname(__file__), "projects", "history", "dim_customer.sql")
+    sql = os.path.join(PROJECTS, "history", "dim_customer.sql")
     assert main(["plan", sql, "--lake-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     path = os.path.join(os.path.realpath(tmp_path), "dim", "customer")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from assetlake_dagster.cli import main
+from assetlake_dagster_tests.helpers import PROJECTS as PROJECTS_DIR
 
-PROJECTS = Path(__file__).parent / "projects"
+PROJECTS = Path(PROJECTS_DIR)
 PROBLEM_LINE = re.compile(r"^\S+\.sql:\d+:\d+: ", re.MULTILINE)
 
 

@@ -20,7 +20,6 @@ from assetlake_dagster.cli import main as assetlake
 from assetlake_dagster.engine import WarmEngine, local_table_version
 from assetlake_dagster_tests.helpers import cli_env
 
-pytestmark = pytest.mark.spark
 
 
 def _python(code: str, env: dict, timeout: float = 600) -> subprocess.Popen:

@@ -1,11 +1,9 @@
 """Layer 5: the code location loads, and a new user's CLI flow backfills and materializes the demo."""
 
-from assetlake_dagster_tests.helpers import cli_env
 import datetime as dt
 import importlib
 import os
 import subprocess
-import sys
 
 import dagster as dg
 from dagster._core.instance.ref import InstanceRef
@@ -16,24 +14,9 @@ from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster.demo.project.sources import order_rows
 from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster.writes.slices import partition_predicate
-from assetlake_dagster_tests.test_partitions_dagster import ASSETLAKE, history
-from assetlake_dagster_tests.test_partitions_delta import files_by_partition
+from assetlake_dagster_tests.helpers import ASSETLAKE, DAGSTER, DEMO_KEYS, PROJECTS, REPO, cli_env, delta_history as history, files_by_partition
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DAGSTER = os.path.join(os.path.dirname(sys.executable), "dagster")
-PIPELINE = os.path.join(os.path.dirname(__file__), "projects", "pipeline")
-DEMO_KEYS = {
-    "raw/customers",
-    "raw/orders",
-    "staging/orders",
-    "analytics/customers",
-    "analytics/dim_customer",
-    "analytics/fct_orders",
-    "analytics/customer_revenue",
-    "analytics/top_customers",
-    "ops/load_log",
-    "analytics/monthly_revenue",
-}
+PIPELINE = os.path.join(PROJECTS, "pipeline")
 RAW_KEYS = {"raw/customers", "raw/orders"}
 PARTITIONED_KEYS = {"staging/orders", "analytics/monthly_revenue"}
 

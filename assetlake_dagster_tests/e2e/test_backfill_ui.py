@@ -6,7 +6,6 @@ the daemon splits it into runs of at most `batch=` partitions. Each run must wri
 partitions in one Delta commit, and a failed run must not stop the others.
 """
 
-from assetlake_dagster_tests.helpers import cli_env
 import os
 import shutil
 import signal
@@ -15,10 +14,10 @@ import time
 
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.partitions import PARTITION_COLUMN
-from assetlake_dagster_tests.test_dagster_dev import DAGSTER, _free_port, _graphql
-from assetlake_dagster_tests.test_partitions_dagster import PROJECT, history
+from assetlake_dagster_tests.helpers import DAGSTER, PROJECTS, REPO, cli_env, delta_history as history, free_port as _free_port, graphql as _graphql
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = os.path.join(PROJECTS, "partitioned")
+
 LAUNCH = """
 mutation {
   launchPartitionBackfill(backfillParams: {assetSelection: [{path: %s}], %s}) {

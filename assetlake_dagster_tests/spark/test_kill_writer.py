@@ -27,8 +27,8 @@ from assetlake_dagster.delta_sql import history
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster_tests.blocked_writer import NEW_NAME, PARTITIONS
+from assetlake_dagster_tests.helpers import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = "id BIGINT, name STRING"
 PRIOR = [(1, "ann"), (2, "bob"), (3, "cy")]
 NEXT = [(1, "ann"), (2, "BOB"), (4, "di")]

@@ -8,8 +8,9 @@ from delta.tables import DeltaTable
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.io_manager import DeltaIOManager, managed_write
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster_tests.helpers import PROJECTS
 
-PROJECT = os.path.join(os.path.dirname(__file__), "projects", "history")
+PROJECT = os.path.join(PROJECTS, "history")
 SELECTION = [dg.AssetKey(["dim", "customer"]), dg.AssetKey(["mart", "tier_counts"])]
 
 

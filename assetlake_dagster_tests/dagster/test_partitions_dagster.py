@@ -4,7 +4,6 @@ The fixture project `projects/partitioned` has daily (replace, merge, append), m
 windowed and static (injection payloads as keys) partitioned files.
 """
 
-from assetlake_dagster_tests.helpers import cli_env
 import os
 import subprocess
 import sys
@@ -16,11 +15,10 @@ from assetlake_dagster.backfill import batches, run_backfill
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster_tests.helpers import ASSETLAKE, PROJECTS, cli_env, delta_history as history, files_by_partition
 from assetlake_dagster_tests.projects.partitioned.sources import REGIONS
-from assetlake_dagster_tests.test_partitions_delta import files_by_partition
 
-PROJECT = os.path.join(os.path.dirname(__file__), "projects", "partitioned")
-ASSETLAKE = os.path.join(os.path.dirname(sys.executable), "assetlake")
+PROJECT = os.path.join(PROJECTS, "partitioned")
 RAW = dg.AssetKey(["raw", "events"])
 
 
@@ -55,8 +53,6 @@ def materializations(result):
     }
 
 
-def history(spark, path):
-    return [(r.version, r.operation) for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()]
 
 
 def test_partitions_become_dagster_definitions(spark, lake_root):

@@ -18,6 +18,7 @@ from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.writes.retry import MAX_ATTEMPTS, is_write_conflict, write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
+from assetlake_dagster_tests.helpers import files_by_partition
 from assetlake_dagster_tests.faults import FAILURE_MESSAGE, rows_failing_on_the_last
 
 SCHEMA = "id INT, name STRING"
@@ -52,12 +53,6 @@ def table(spark, path):
     return sorted(tuple(r) for r in spark.read.format("delta").load(path).select(PARTITION_COLUMN, "id", "name").collect())
 
 
-def files_by_partition(spark, path):
-    rows = spark.sql(f"SELECT DISTINCT _metadata.file_path AS f, {PARTITION_COLUMN} AS p FROM delta.`{path}`").collect()
-    found = {}
-    for r in rows:
-        found.setdefault(r.p, set()).add(r.f)
-    return found
 
 
 def versions(spark, path):

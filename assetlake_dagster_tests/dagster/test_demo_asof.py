@@ -14,8 +14,9 @@ import dagster as dg
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster.writes.history import to_micros
+from assetlake_dagster_tests.helpers import REPO
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+README = os.path.join(REPO, "README.md")
 DIM = "analytics/dim_customer"
 FCT = "analytics/fct_orders"
 HOUR = 3_600_000_000  # microseconds

@@ -10,8 +10,9 @@ import pytest
 from assetlake_dagster.errors import ConfigError, ProjectError
 from assetlake_dagster.project import discover_sql_files, load_project, parse_file
 from assetlake_dagster.spec import ArgumentType, SqlStatement, TableUri, WriteStrategy
+from assetlake_dagster_tests.helpers import PROJECTS as PROJECTS_DIR
 
-PROJECTS = Path(__file__).parent / "projects"
+PROJECTS = Path(PROJECTS_DIR)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ The sources are external tables the tests write directly. The checks of the part
 table are partitioned: what the instance records is asserted per partition.
 """
 
-from assetlake_dagster_tests.helpers import cli_env
 import os
 
 import dagster as dg
@@ -18,8 +17,9 @@ from assetlake_dagster.check_runner import run_checks
 from assetlake_dagster.data_tests import RETRY_ON_STEP_FAILURE_TAG
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster_tests.helpers import PROJECTS, cli_env
 
-PROJECT = os.path.join(os.path.dirname(__file__), "projects", "audited")
+PROJECT = os.path.join(PROJECTS, "audited")
 ORDERS = dg.AssetKey(["mart", "orders"])
 TOTALS = dg.AssetKey(["mart", "order_totals"])
 DAILY = dg.AssetKey(["mart", "daily_orders"])

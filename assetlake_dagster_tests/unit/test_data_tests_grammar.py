@@ -9,9 +9,10 @@ from assetlake_dagster.build import build_definitions
 from assetlake_dagster.errors import ProjectError, SourceText
 from assetlake_dagster.project import load_project
 from assetlake_dagster.spec import DataTestKind, DataTestSpec, TableUri
+from assetlake_dagster_tests.helpers import PROJECTS
 
 M = "-- materialize delta://a/t\n"
-AUDITED = os.path.join(os.path.dirname(__file__), "projects", "audited")
+AUDITED = os.path.join(PROJECTS, "audited")
 
 
 def _tests(line):

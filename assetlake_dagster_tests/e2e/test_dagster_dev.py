@@ -1,18 +1,12 @@
 """Layer 5: `dagster dev` serves the demo code location (webserver + GraphQL)."""
 
-from assetlake_dagster_tests.helpers import cli_env
-import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 
-from assetlake_dagster_tests.test_code_location import DEMO_KEYS, REPO
+from assetlake_dagster_tests.helpers import DAGSTER, DEMO_KEYS, REPO, cli_env, free_port as _free_port, graphql as _graphql
 
-DAGSTER = os.path.join(os.path.dirname(sys.executable), "dagster")
 QUERY = """
 {
   workspaceOrError {
@@ -31,20 +25,8 @@ QUERY = """
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def _graphql(port: int, query: str) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
 
 
 def test_dagster_dev_serves_the_demo(tmp_path):
