@@ -199,13 +199,19 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             f"{uri}: {strategy.value} -> "
             + (f"Delta version {result.version}" if result.committed else "no change, no new version")
         )
-        context.add_output_metadata(
-            materialization_metadata(session, uri, target.path, strategy.value, result, partitions)
+        # A batch's rows per partition: one grouped query, whose sum is also the slice's count.
+        partition_counts = (
+            partition_row_counts(session, target.path, result, partitions) if len(partitions) > 1 else None
         )
-        if len(partitions) > 1:
+        context.add_output_metadata(
+            materialization_metadata(
+                session, uri, target.path, strategy.value, result, partitions, partition_counts=partition_counts
+            )
+        )
+        if partition_counts:
             # Each partition of a batch gets its own row count on its materialization.
             step_context = context.step_context
-            for partition, count in partition_row_counts(session, target.path, result, partitions).items():
+            for partition, count in partition_counts.items():
                 step_context.add_asset_metadata(
                     {"dagster/row_count": dg.MetadataValue.int(count)},
                     asset_key=context.asset_key,

@@ -1,8 +1,19 @@
-"""The metadata each materialization records: Delta version, metrics, schema, preview."""
+"""The metadata each materialization records: Delta version, metrics, schema, preview.
+
+Building it costs no full-table Spark action after the write:
+
+- the row count of the slice comes from the commit when the commit states it exactly (a
+  replace's ``numOutputRows``, or any WRITE that created the table); otherwise from one
+  ``COUNT(*)`` that Delta answers from the log's file statistics for a whole table (no
+  data file is read), or from the batch's one grouped per-partition count, or, for one
+  partition, a count that reads only that partition's files (Parquet footers, no column);
+- the schema is the Delta table's, as of the version, from the log (no Spark job);
+- the preview is one bounded read (``LIMIT 10``) of the slice.
+"""
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
@@ -10,11 +21,14 @@ from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.partitions import PARTITION_COLUMN
-from assetlake_dagster.spec import TableUri
+from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import WriteResult
 from assetlake_dagster.writes.slices import partition_predicate
 
 PREVIEW_ROWS = 10
+#: The operation of a DataFrame-writer commit, and its metric of rows written.
+WRITE_OPERATION = "WRITE"
+OUTPUT_ROWS_METRIC = "numOutputRows"
 
 
 def column_schema(schema: StructType) -> dg.TableSchema:
@@ -46,6 +60,71 @@ def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS) -> str:
     return "\n".join([header, rule, *body])
 
 
+def slice_table(
+    spark: SparkSession, path: str, version: Optional[int], partitions: Sequence[str] = ()
+) -> DataFrame:
+    """The slice as of ``version``: the whole table, or the ``partitions``' rows.
+
+    Lazy: resolving it (and its ``schema``) reads the Delta log only, no Spark job.
+    """
+    table = read(spark, path, version)
+    return table.where(partition_predicate(partitions)) if partitions else table
+
+
+def committed_row_count(strategy: str, result: WriteResult) -> Optional[int]:
+    """The slice's row count as of ``result.version`` when its commit states it exactly.
+
+    That is when the commit is a ``WRITE`` (DataFrame writer) whose slice holds exactly the
+    rows it wrote (``numOutputRows``):
+
+    - ``replace``: it overwrote the whole table, or replaced the slice's partitions
+      (``replaceWhere`` on ``_partition`` removes every row of the slice it does not write);
+    - any strategy's first commit (version 0): the table held nothing before, and a
+      partitioned write's rows all lie inside its slice.
+
+    ``None`` otherwise: a MERGE or an append to an existing table also keeps rows it did
+    not write, and ``manual`` and no-op results name no such commit.
+
+    Example:
+        >>> committed_row_count("replace", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"}))
+        7
+        >>> committed_row_count("append", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"})) is None
+        True
+    """
+    if result.operation != WRITE_OPERATION or result.version is None:
+        return None
+    rows = result.operation_metrics.get(OUTPUT_ROWS_METRIC)
+    if rows is None or not str(rows).isdigit():
+        return None
+    if strategy == WriteStrategy.REPLACE.value or result.version == 0:
+        return int(rows)
+    return None
+
+
+def slice_row_count(
+    spark: SparkSession,
+    path: str,
+    strategy: str,
+    result: WriteResult,
+    partitions: Sequence[str] = (),
+    partition_counts: Optional[Mapping[str, int]] = None,
+) -> int:
+    """Rows in the slice as of ``result.version``, without scanning the table's data.
+
+    In order: the commit's own count (:func:`committed_row_count`); the sum of a batch's
+    ``partition_counts`` (the one grouped query :func:`partition_row_counts` ran); a
+    whole-table ``COUNT(*)``, which Delta answers from the ``numRecords`` statistics in the
+    log (its plan is a ``LocalTableScan``; it reads no data file); for one partition, a
+    count that reads only the footers of that partition's files.
+    """
+    exact = committed_row_count(strategy, result)
+    if exact is not None:
+        return exact
+    if partition_counts is not None and partitions and set(partition_counts) == set(partitions):
+        return sum(int(c) for c in partition_counts.values())
+    return slice_table(spark, path, result.version, partitions).count()
+
+
 def materialization_metadata(
     spark: SparkSession,
     uri: TableUri,
@@ -53,20 +132,22 @@ def materialization_metadata(
     strategy: str,
     result: WriteResult,
     partitions: Sequence[str] = (),
+    partition_counts: Optional[Mapping[str, int]] = None,
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
-    The row count comes from Delta's file statistics (``count()`` on a Delta snapshot is
-    answered from the log), so it costs no data scan. For a partitioned table, the row
-    count and preview are those of the slice written (``partitions``).
+    For a partitioned table, the row count and preview are those of the slice written
+    (``partitions``). ``partition_counts``: a batch's rows per partition as of the version,
+    when already counted (:func:`partition_row_counts`), so that the slice is not counted
+    again. See the module docstring for what each value costs.
     """
-    table = read(spark, path, result.version)
-    if partitions:
-        table = table.where(partition_predicate(partitions))
+    table = slice_table(spark, path, result.version, partitions)
     metadata: dict[str, Any] = {
         "dagster/uri": dg.MetadataValue.path(path),
         "dagster/table_name": uri.sql_name,
-        "dagster/row_count": dg.MetadataValue.int(table.count()),
+        "dagster/row_count": dg.MetadataValue.int(
+            slice_row_count(spark, path, strategy, result, partitions, partition_counts)
+        ),
         "dagster/column_schema": column_schema(table.schema),
         "assetlake/table": str(uri),
         "assetlake/strategy": strategy,
@@ -83,8 +164,12 @@ def materialization_metadata(
 def partition_row_counts(
     spark: SparkSession, path: str, result: WriteResult, partitions: Sequence[str]
 ) -> dict[str, int]:
-    """Rows per partition of the slice, as of the version written (0 for empty ones)."""
-    table = read(spark, path, result.version).where(partition_predicate(partitions))
+    """Rows per partition of the slice, as of the version written (0 for empty ones).
+
+    One grouped query that reads only the slice's files, and of them only the footers
+    (``_partition`` is a partition column, so no column is read).
+    """
+    table = slice_table(spark, path, result.version, partitions)
     counts = {r[PARTITION_COLUMN]: int(r["count"]) for r in table.groupBy(PARTITION_COLUMN).count().collect()}
     return {key: counts.get(key, 0) for key in partitions}
 

@@ -34,6 +34,9 @@ EMBEDDED_DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     "spark.driver.memory": "2g",
+    # Delta rebuilds a version's file list with this many tasks on first read (default 50):
+    # on small local tables, 4 cut the metadata read-back of a merge from ~3.5 s to ~1 s.
+    "spark.databricks.delta.snapshotPartitions": "4",
 }
 
 
