@@ -1,11 +1,12 @@
-"""Layer 5: `dagster dev` serves the demo code location (webserver + GraphQL)."""
+"""`dagster dev` (as scripts/dev.sh starts it) serves the demo code location and stops cleanly."""
 
 import os
 import signal
 import subprocess
+import sys
 import time
 
-from assetlake_dagster_tests.helpers import DAGSTER, DEMO_KEYS, REPO, cli_env, free_port as _free_port, graphql as _graphql
+from assetlake_dagster_tests.helpers import DEMO_KEYS, REPO, cli_env, free_port as _free_port, graphql as _graphql
 
 QUERY = """
 {
@@ -25,11 +26,29 @@ QUERY = """
 """
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
 
 
-
-
-def test_dagster_dev_serves_the_demo(tmp_path):
+def test_dagster_dev_serves_the_demo_and_stops_on_sigterm_in_the_background(tmp_path):
+    """scripts/dev.sh's wrapper, started as a background job starts (SIGINT ignored):
+    the demo loads, and a SIGTERM stops dagster dev with its webserver, daemon and code
+    server, cleanly."""
     port = _free_port()
     env = cli_env(
         DAGSTER_HOME=str(tmp_path / "home"),
@@ -39,13 +58,16 @@ def test_dagster_dev_serves_the_demo(tmp_path):
     env.pop("ASSETLAKE_PROJECT_DIR", None)
     os.makedirs(env["DAGSTER_HOME"])
     log = open(tmp_path / "dagster_dev.log", "w")
+    wrapper = [sys.executable, os.path.join(REPO, "scripts", "dagster_dev.py")]
     proc = subprocess.Popen(
-        [DAGSTER, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        [*wrapper, "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=REPO,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # As `cmd &` in a script: a background job starts with SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         deadline = time.monotonic() + 180
@@ -68,10 +90,24 @@ def test_dagster_dev_serves_the_demo(tmp_path):
         nodes = location["repositories"][0]["assetNodes"]
         assert {"/".join(n["assetKey"]["path"]) for n in nodes} == DEMO_KEYS
         assert {n["groupName"] for n in nodes} == {"raw", "sales", "customers", "ops"}
+        services = _descendants(proc.pid)
+        assert len(services) >= 3, services  # dagster dev, its webserver, daemon, code server
+        proc.send_signal(signal.SIGTERM)  # only to the wrapper, as `kill <pid>` would
+        assert proc.wait(timeout=90) == 0
+        deadline = time.monotonic() + 60
+        while any(_alive(p) for p in services):
+            assert time.monotonic() < deadline, f"still running after SIGTERM: {[p for p in services if _alive(p)]}"
+            time.sleep(0.5)
+        assert "Shutting down Dagster services" in (tmp_path / "dagster_dev.log").read_text()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
+        if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
