@@ -6,6 +6,7 @@ and the suite fails loudly.
 """
 
 import os
+import shutil
 import tempfile
 import uuid
 
@@ -18,7 +19,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Subprocesses use the warm engine instead (helpers.cli_env).
 os.environ["ASSETLAKE_SPARK_MODE"] = "local"
 # One warm engine for the whole suite, whatever lake root each test uses; stopped at the end.
-os.environ.setdefault("ASSETLAKE_ENGINE_DIR", tempfile.mkdtemp(prefix="assetlake-test-engine-"))
+_SUITE_ENGINE_PREFIX = "assetlake-test-engine-"
+os.environ.setdefault("ASSETLAKE_ENGINE_DIR", tempfile.mkdtemp(prefix=_SUITE_ENGINE_PREFIX))
 os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
 
 
@@ -39,7 +41,10 @@ def _stop_the_suite_engine():
     yield
     from assetlake_dagster.engine import WarmEngine
 
-    WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).stop()
+    state_dir = os.environ["ASSETLAKE_ENGINE_DIR"]
+    WarmEngine(state_dir).stop()
+    if os.path.basename(state_dir).startswith(_SUITE_ENGINE_PREFIX):
+        shutil.rmtree(state_dir, ignore_errors=True)  # ours, not a folder the caller chose
 
 
 @pytest.fixture(scope="session")
