@@ -1,6 +1,7 @@
 """Source rows for the partitioned fixture: events over ten January days, three regions.
 
-The region names include injection payloads: they are static partition keys downstream.
+The region names include injection payloads and a `${env:HOME}` that Spark's variable
+substitution would expand in a session setting: they are static partition keys downstream.
 """
 
 import datetime as dt
@@ -10,7 +11,7 @@ import dagster as dg
 from assetlake_dagster.io_manager import managed_write
 from assetlake_dagster.resources import SparkDeltaResource
 
-REGIONS = ("eu", "x' OR '1'='1", "a\\' OR 1=1 --")
+REGIONS = ("eu", "x' OR '1'='1", "a\\' OR 1=1 --", "${env:HOME}")
 
 
 def event_rows() -> list[tuple]:
@@ -18,7 +19,7 @@ def event_rows() -> list[tuple]:
     for day in range(10):
         date = dt.date(2024, 1, 1) + dt.timedelta(days=day)
         for i in range(day + 1):  # day N has N+1 events
-            rows.append((day * 100 + i, date, REGIONS[i % 3], f"c{i % 2}", float(i + 1)))
+            rows.append((day * 100 + i, date, REGIONS[i % len(REGIONS)], f"c{i % 2}", float(i + 1)))
     return rows
 
 
