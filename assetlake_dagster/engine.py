@@ -16,7 +16,7 @@ Layout of the engine's state folder (``<lake_root>/.assetlake/engine`` by defaul
     engine.exit    why the last engine stopped, when its Spark server died unexpectedly
     engine.log     the supervisor's and the Spark server's log
 
-A small supervisor process (``python -m assetlake_dagster.engine serve``) owns the JVM: it
+A small supervisor process (``assetlake_dagster.engine.main(["serve", …])``) owns the JVM: it
 stops it after ``idle_timeout`` seconds without users (nobody holds the lease) and on
 SIGTERM/SIGINT (``assetlake engine stop``).
 
@@ -290,7 +290,10 @@ class WarmEngine:
             pass
         started = time.time()
         command = [
-            sys.executable, "-m", SUPERVISOR_MODULE, "serve",
+            # Not `-m`: the package imports this module first, and runpy would warn and run
+            # a second copy of it.
+            sys.executable, "-c", f"import sys; from {SUPERVISOR_MODULE} import main; sys.exit(main(sys.argv[1:]))",
+            "serve",
             "--state-dir", self.state_dir,
             "--master", self.master,
             "--idle-timeout", str(self.idle_timeout),

@@ -74,3 +74,12 @@ def files_by_partition(spark, path):
     for r in rows:
         found.setdefault(r.p, set()).add(r.f)
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not reaped, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from assetlake_dagster_tests.helpers import DEMO_KEYS, REPO, cli_env, free_port as _free_port, graphql as _graphql
+from assetlake_dagster_tests.helpers import DEMO_KEYS, REPO, alive, cli_env, free_port as _free_port, graphql as _graphql
 
 QUERY = """
 {
@@ -95,8 +95,8 @@ def test_dagster_dev_serves_the_demo_and_stops_on_sigterm_in_the_background(tmp_
         proc.send_signal(signal.SIGTERM)  # only to the wrapper, as `kill <pid>` would
         assert proc.wait(timeout=90) == 0
         deadline = time.monotonic() + 60
-        while any(_alive(p) for p in services):
-            assert time.monotonic() < deadline, f"still running after SIGTERM: {[p for p in services if _alive(p)]}"
+        while any(alive(p) for p in services):
+            assert time.monotonic() < deadline, f"still running after SIGTERM: {[p for p in services if alive(p)]}"
             time.sleep(0.5)
         assert "Shutting down Dagster services" in (tmp_path / "dagster_dev.log").read_text()
     finally:
@@ -104,10 +104,3 @@ def test_dagster_dev_serves_the_demo_and_stops_on_sigterm_in_the_background(tmp_
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -18,7 +18,7 @@ import pytest
 
 from assetlake_dagster.cli import main as assetlake
 from assetlake_dagster.engine import WarmEngine, local_table_version
-from assetlake_dagster_tests.helpers import cli_env
+from assetlake_dagster_tests.helpers import alive, cli_env
 
 
 
@@ -125,12 +125,12 @@ def test_a_hung_engine_is_replaced(env, engine_dir):
 def test_an_idle_engine_stops_itself_and_the_cli_shows_it(tmp_path, capsys):
     lake = str(tmp_path / "lake")
     env = cli_env(ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"), LAKE=lake, ASSETLAKE_ENGINE_IDLE_TIMEOUT="4")
-    _finish(_python(CONNECT, env))  # the process exits: nobody uses the engine any more
+    used, _ = _finish(_python(CONNECT, env))  # the process exits: nobody uses the engine any more
     engine = WarmEngine(str(tmp_path / "engine"))
     os.environ["ASSETLAKE_ENGINE_DIR"], saved = str(tmp_path / "engine"), os.environ["ASSETLAKE_ENGINE_DIR"]
     try:
         deadline = time.monotonic() + 120
-        while engine.status() is not None:
+        while engine.status() is not None or alive(used["pid"]):
             assert time.monotonic() < deadline, "the idle engine did not stop"
             time.sleep(1)
         assert assetlake(["engine", "status", "--lake-root", lake]) == 3
