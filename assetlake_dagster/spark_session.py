@@ -108,14 +108,22 @@ def build_spark_session(
 #: Spark Connect client sessions by server URL (a stopped one is replaced).
 _connect_sessions: dict[str, Any] = {}
 _connect_lock = threading.Lock()
+#: Every Connect session this process created, kept referenced until exit. PySpark 4.0's
+#: ``SparkSession.__del__`` shuts down the client's shared release thread pool and waits for
+#: it; a garbage collection that runs it on a gRPC thread (the token's auth plugin) deadlocks
+#: against a release waiting for that same thread (apache/spark SPARK-55362). Seen in 2 of 2
+#: 10-asset chains; none with collection off. Sessions are stopped explicitly instead.
+_every_connect_session: list[Any] = []
 
 
 @atexit.register
 def _close_connect_sessions() -> None:
-    """Close this process's shared Connect sessions before the interpreter tears down:
-    PySpark releases cached relations in ``__del__`` with an RPC that hangs at shutdown."""
+    """Stop this process's Connect sessions on the main thread before the interpreter tears
+    down (a cached relation's release from ``__del__`` hangs at shutdown)."""
     with _connect_lock:
-        for session in _connect_sessions.values():
+        for session in [*_connect_sessions.values(), *_every_connect_session]:
+            if getattr(session, "is_stopped", True):
+                continue
             try:
                 session.stop()
             except Exception:  # noqa: BLE001 - a lost server: nothing to release
@@ -178,7 +186,10 @@ def new_connect_session(url: str) -> SparkSession:
             "Install them with: pip install 'assetlake-dagster[connect]'"
         ) from exc
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-    return ConnectSparkSession.builder.remote(url).create()
+    session = ConnectSparkSession.builder.remote(url).create()
+    with _connect_lock:
+        _every_connect_session.append(session)
+    return session
 
 
 def local_checkpoint(df: DataFrame) -> DataFrame:
