@@ -107,7 +107,8 @@ def build_spark_session(
 
 #: Spark Connect client sessions by server URL (a stopped one is replaced).
 _connect_sessions: dict[str, Any] = {}
-_connect_lock = threading.Lock()
+#: Reentrant: connect_session creates its session through new_connect_session under it.
+_connect_lock = threading.RLock()
 #: Every Connect session this process created, kept referenced until exit. PySpark 4.0's
 #: ``SparkSession.__del__`` shuts down the client's shared release thread pool and waits for
 #: it; a garbage collection that runs it on a gRPC thread (the token's auth plugin) deadlocks
