@@ -218,14 +218,14 @@ class WarmEngine:
                             f"{state.supervisor_pid}) runs on master {state.master!r}, not {self.master!r}. "
                             "Stop it with `assetlake engine stop` to start one on the new master."
                         )
-                    hold_lease(self._lease_path)
+                    self.hold_lease()
                     return state
                 self._say(f"assetlake: replacing the warm Spark engine at {state.display_url}: {problem}.")
                 # A dead or hung engine is not worth a graceful stop: its server goes first.
                 _signal(state.server_pid, signal.SIGKILL, group=True)
                 self._kill(state)
             state = self._start()
-            hold_lease(self._lease_path)
+            self.hold_lease()
             return state
 
     def stop(self, timeout: float = 60.0) -> Optional[EngineState]:
@@ -242,6 +242,10 @@ class WarmEngine:
                 return None
             self._kill(state, timeout=timeout)
             return state
+
+    def hold_lease(self) -> None:
+        """Mark this process as a user of the engine until it exits (see :func:`hold_lease`)."""
+        hold_lease(self._lease_path)
 
     # -- internals ---------------------------------------------------------------------
     @contextlib.contextmanager

@@ -27,7 +27,6 @@ from assetlake_dagster.engine import (
     WarmEngine,
     default_engine_dir,
     fail_fast,
-    hold_lease,
     is_supervisor,
     new_engine_session,
 )
@@ -194,7 +193,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
             # Cheap path for a process that already checked this engine: same state file,
             # supervisor alive. A new or changed engine is probed (ensure).
             if known is not None and engine.read_state() == known and is_supervisor(known.supervisor_pid):
-                hold_lease(os.path.join(engine.state_dir, "engine.lease"))
+                engine.hold_lease()
                 return known
             state = engine.ensure()
             _engines[engine.state_dir] = state
