@@ -15,8 +15,7 @@ No ``from __future__ import annotations`` here: Dagster introspects resource fie
 
 import os
 import threading
-from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Optional
 
 import dagster as dg
 from pydantic import Field
@@ -33,6 +32,7 @@ from assetlake_dagster.engine import (
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, default_lake_root
 from assetlake_dagster.spark_session import (
+    apply_session_conf,
     build_spark_session,
     connect_session,
     is_connect_session,
@@ -138,7 +138,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
             return self._local_session()
         session = connect_session(self.engine_state().url)
         fail_fast(session)
-        _apply_runtime_conf(session, self.spark_conf)
+        self._apply_conf(session)
         return session
 
     def new_session(self) -> SparkSession:
@@ -155,8 +155,15 @@ class SparkDeltaResource(dg.ConfigurableResource):
             session = self._local_session().newSession()
         else:
             session = new_engine_session(self.engine_state())
-        _apply_runtime_conf(session, self.spark_conf)
+        self._apply_conf(session)
         return session
+
+    def _apply_conf(self, session: SparkSession) -> None:
+        if self.resolved_mode() == "remote":
+            fix = f"Set it on the server ({self.resolved_remote()}) instead."
+        else:
+            fix = "It is a server setting: stop the warm engine with `assetlake engine stop` and the next run starts one with it."
+        apply_session_conf(session, self.spark_conf, fix=fix)
 
     @staticmethod
     def release_session(session: SparkSession) -> None:
@@ -214,25 +221,3 @@ class SparkDeltaResource(dg.ConfigurableResource):
 #: Engines this process has checked, by state folder.
 _engines: dict[str, EngineState] = {}
 _engine_lock = threading.Lock()
-
-
-def _apply_runtime_conf(session: Any, conf: Mapping[str, str]) -> None:
-    """Set SQL settings on a Connect session; a static one must already have the value."""
-    if not conf or not is_connect_session(session):
-        return
-    for key, value in conf.items():
-        try:
-            session.conf.set(key, value)
-        except Exception as exc:  # noqa: BLE001 - the server refuses static settings
-            try:
-                current = session.conf.get(key, None)
-            except Exception:  # noqa: BLE001
-                current = None
-            if current == value:
-                continue
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ConfigError(
-                f"spark_conf {key}={value!r} cannot be set on a running Spark Connect session ({reason}); "
-                f"the engine has {current!r}. It is a server setting: stop the warm engine with "
-                "`assetlake engine stop` and the next run starts one with it."
-            ) from exc

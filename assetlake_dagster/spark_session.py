@@ -158,16 +158,33 @@ def connect_session(url: str, spark_conf: Optional[Mapping[str, str]] = None) ->
             session = new_connect_session(url)
             _connect_sessions[url] = session
     # Applied on every call, as the classic builder applies settings to a live session.
-    for key, value in (spark_conf or {}).items():
+    apply_session_conf(session, spark_conf or {}, fix=f"Set it on the server ({url}) instead.")
+    return session
+
+
+def apply_session_conf(session: SparkSession, conf: Mapping[str, str], *, fix: str) -> None:
+    """Set SQL settings on a Spark Connect session (a no-op on a classic one).
+
+    A static (server) setting cannot change from a client; if the server already has the
+    value it is accepted, otherwise a :class:`ConfigError` names the setting and ends with ``fix``.
+    """
+    if not conf or not is_connect_session(session):
+        return
+    for key, value in conf.items():
         try:
             session.conf.set(key, value)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the server refuses static settings
+            try:
+                current = session.conf.get(key, None)
+            except Exception:  # noqa: BLE001 - asking may fail the same way
+                current = None
+            if current == value:
+                continue
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ConfigError(
-                f"spark_conf {key}={value!r} cannot be set from a Spark Connect client "
-                f"({reason}). Set it on the server ({url}) instead."
+                f"spark_conf {key}={value!r} cannot be set on a running Spark Connect session ({reason}); "
+                f"the server has {current!r}. {fix}"
             ) from exc
-    return session
 
 
 def new_connect_session(url: str) -> SparkSession:

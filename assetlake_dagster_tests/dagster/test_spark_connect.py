@@ -1,9 +1,10 @@
 """Layer 4/5 over Spark Connect: Dagster runs against a real local Spark Connect server.
 
-The server is its own JVM, started from the installed PySpark with the Delta jars
-(:mod:`assetlake_dagster.connect_server`); this process holds only a Connect client
-session, beside the classic session other modules use. Never skipped: if the server
-cannot start, the fixture fails with the server's log tail.
+The server is the suite's warm engine (its own JVM, PySpark's Spark Connect server with the
+Delta jars, :mod:`assetlake_dagster.engine`) named as a remote URL, as
+``ASSETLAKE_SPARK_REMOTE`` would; this process holds only Connect client sessions, beside
+the classic session other modules use. Never skipped: if the server cannot start, the
+fixture fails with the server's log tail.
 """
 
 import datetime as dt
@@ -15,7 +16,8 @@ import deltalake
 import pytest
 
 from assetlake_dagster.build import build_definitions
-from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
+from assetlake_dagster.engine import EngineError
+from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.io_manager import DeltaIOManager, managed_write
 from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
 from assetlake_dagster.resources import SparkDeltaResource
@@ -29,24 +31,20 @@ SERVER_APP_NAME = "assetlake Spark Connect"
 
 @pytest.fixture(scope="module")
 def connect_url(tmp_path_factory):
-    """A Spark Connect server with Delta on a free loopback port, for this module."""
+    """The suite's warm engine, used as a remote Spark Connect server (as
+    ``ASSETLAKE_SPARK_REMOTE`` would name it): the subprocess tests share it too."""
     # Creating a Connect session flags the whole process as a Connect client (as PySpark's
     # own builder does); later modules expect a classic process, so the flag is restored.
     mode_before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
+    lake_root = str(tmp_path_factory.mktemp("connect-lake"))
     try:
-        server = start_connect_server(
-            free_port(),
-            master="local[2]",
-            warehouse_dir=str(tmp_path_factory.mktemp("connect-warehouse")),
-            log_path=str(tmp_path_factory.mktemp("connect-log") / "server.log"),
-        )
-    except ConnectServerError as exc:
+        state = SparkDeltaResource(mode="engine", lake_root=lake_root).engine_state()
+    except EngineError as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
-        yield server.url
+        yield state.url
     finally:
-        connect_session(server.url).stop()
-        server.stop()
+        connect_session(state.url).stop()
         if mode_before is None:
             os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
         else:
@@ -315,6 +313,30 @@ def test_with_partition_key_binds_the_key_over_spark_connect(remote):
     keyed = with_partition_key(spark, rows, key)
     assert is_connect_session(keyed)
     assert sorted(tuple(r) for r in keyed.collect()) == [(1, key), (2, key)]
+
+
+def test_spark_conf_over_spark_connect_sets_sql_settings_and_names_server_settings(connect_url, lake_root):
+    """``spark_conf`` reaches each new session; a server setting it cannot change is a clear
+    error naming the setting and the fix, while the server's own value is accepted."""
+    resource = SparkDeltaResource(
+        remote=connect_url, lake_root=lake_root, spark_conf={"spark.sql.shuffle.partitions": "7"}
+    )
+    session = resource.new_session()
+    try:
+        assert session.conf.get("spark.sql.shuffle.partitions") == "7"
+    finally:
+        resource.release_session(session)
+    static = "spark.sql.warehouse.dir"
+    same = resource.get_session().conf.get(static)
+    accepted = SparkDeltaResource(remote=connect_url, lake_root=lake_root, spark_conf={static: same})
+    accepted.release_session(accepted.new_session())
+    refused = SparkDeltaResource(remote=connect_url, lake_root=lake_root, spark_conf={static: "/elsewhere"})
+    with pytest.raises(ConfigError) as err:
+        refused.new_session()
+    message = str(err.value)
+    assert f"spark_conf {static}='/elsewhere' cannot be set" in message
+    assert f"the server has {same!r}" in message
+    assert f"Set it on the server ({connect_url}) instead." in message
 
 
 def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(remote, lake_root):
