@@ -1,4 +1,13 @@
-"""`dagster dev` (as scripts/dev.sh starts it) serves the demo code location and stops cleanly."""
+"""Layer 5: `dagster dev` as scripts/dev.sh starts it, with backfills launched the way the UI
+launches them and run by its daemon, then stopped by SIGTERM.
+
+One `dagster dev` serves two code locations: the bundled demo (as `workspace.yaml` loads it)
+and the `partitioned` fixture project. The UI's "Materialize / Backfill" dialog calls the
+`launchPartitionBackfill` GraphQL mutation (all partitions, a range, or the keys the "missing
+and failed" filter picked); the daemon splits it into runs of at most `batch=` partitions.
+Each run must write its partitions in one Delta commit, a failed run must not stop the
+others, and the runs of both backfills share the lake's one warm engine side by side.
+"""
 
 import os
 import signal
@@ -6,9 +15,35 @@ import subprocess
 import sys
 import time
 
-from assetlake_dagster_tests.helpers import DEMO_KEYS, REPO, alive, cli_env, free_port as _free_port, graphql as _graphql
+import dagster as dg
 
-QUERY = """
+from assetlake_dagster.build import build_definitions
+from assetlake_dagster.delta_sql import read
+from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster_tests.helpers import (
+    DEMO_KEYS,
+    PROJECTS,
+    REPO,
+    alive,
+    cli_env,
+    delta_history as history,
+    free_port,
+    graphql,
+)
+
+PROJECT = os.path.join(PROJECTS, "partitioned")
+WORKSPACE = f"""
+load_from:
+  - python_module:
+      module_name: assetlake_dagster.definitions
+      location_name: assetlake_demo
+      working_directory: {REPO}
+  - python_module:
+      module_name: assetlake_dagster_tests.projects.partitioned._location
+      location_name: partitioned
+      working_directory: {REPO}
+"""
+LOCATIONS = """
 {
   workspaceOrError {
     ... on Workspace {
@@ -24,6 +59,50 @@ QUERY = """
   }
 }
 """
+LAUNCH = """
+mutation {
+  launchPartitionBackfill(backfillParams: {assetSelection: [{path: %s}], %s}) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+  }
+}
+"""
+STATUS = '{ partitionBackfillOrError(backfillId: "%s") { ... on PartitionBackfill { status } } }'
+ASSET_STATUS = """
+{ assetNodes(assetKeys: [{path: %s}]) {
+    partitionStats { numMaterialized numFailed numPartitions } } }
+"""
+
+
+def _gql_path(path):
+    return str(path).replace("'", '"')
+
+
+def _launch(port, path, selection):
+    data = graphql(port, LAUNCH % (_gql_path(path), selection))
+    result = data["data"]["launchPartitionBackfill"]
+    assert result["__typename"] == "LaunchBackfillSuccess", data
+    return result["backfillId"]
+
+
+def _wait_all(port, backfill_ids, timeout=900):
+    """The final status of each backfill (they run at the same time)."""
+    deadline = time.monotonic() + timeout
+    final = {}
+    while len(final) < len(backfill_ids):
+        assert time.monotonic() < deadline, f"backfills still running after {timeout} s: {final}"
+        for backfill_id in set(backfill_ids) - set(final):
+            status = graphql(port, STATUS % backfill_id)["data"]["partitionBackfillOrError"]["status"]
+            if status != "REQUESTED":
+                final[backfill_id] = status
+        time.sleep(2)
+    return [final[b] for b in backfill_ids]
+
+
+def _stats(port, path):
+    nodes = graphql(port, ASSET_STATUS % _gql_path(path))["data"]["assetNodes"]
+    return nodes[0]["partitionStats"]
 
 
 def _descendants(pid: int) -> set[int]:
@@ -45,22 +124,42 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def test_dagster_dev_serves_the_demo_and_stops_on_sigterm_in_the_background(tmp_path):
-    """scripts/dev.sh's wrapper, started as a background job starts (SIGINT ignored):
-    the demo loads, and a SIGTERM stops dagster dev with its webserver, daemon and code
-    server, cleanly."""
-    port = _free_port()
-    env = cli_env(
-        DAGSTER_HOME=str(tmp_path / "home"),
-        SPARK_LOCAL_IP="127.0.0.1",
-        ASSETLAKE_LAKE_ROOT=str(tmp_path / "lake"),
-    )
-    env.pop("ASSETLAKE_PROJECT_DIR", None)
-    os.makedirs(env["DAGSTER_HOME"])
-    log = open(tmp_path / "dagster_dev.log", "w")
-    wrapper = [sys.executable, os.path.join(REPO, "scripts", "dagster_dev.py")]
+def _wait_for_locations(proc, port, log_path, count, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        try:
+            entries = graphql(port, LOCATIONS)["data"]["workspaceOrError"]["locationEntries"]
+            if len(entries) == count and all(e["locationOrLoadError"] for e in entries):
+                return {e["name"]: e["locationOrLoadError"] for e in entries}
+        except OSError:
+            pass
+        time.sleep(1)
+    raise AssertionError(f"dagster dev did not serve {count} code locations within {timeout} s")
+
+
+def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, tmp_path):
+    """scripts/dev.sh's wrapper, started as a background job starts (SIGINT ignored): both
+    code locations load, two backfills run at once (batched commits; a failed run does not
+    stop the others), and a SIGTERM stops dagster dev with its webserver, daemon and code
+    servers, cleanly."""
+    home, lake = tmp_path / "home", tmp_path / "lake"
+    home.mkdir()
+    with open(os.path.join(REPO, "scripts", "dagster.yaml")) as src:
+        (home / "dagster.yaml").write_text(src.read())
+    (tmp_path / "workspace.yaml").write_text(WORKSPACE)
+    # The source table, written in process: the backfills read it.
+    raw = build_definitions(PROJECT, lake_root=str(lake)).resolve_implicit_global_asset_job_def()
+    assert raw.execute_in_process(asset_selection=[dg.AssetKey(["raw", "events"])]).success
+
+    env = cli_env(DAGSTER_HOME=str(home), ASSETLAKE_LAKE_ROOT=str(lake))
+    env.pop("ASSETLAKE_PROJECT_DIR", None)  # the demo location loads the bundled demo
+    port = free_port()
+    log_path = tmp_path / "dagster_dev.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen(
-        [*wrapper, "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        [sys.executable, os.path.join(REPO, "scripts", "dagster_dev.py"),
+         "-w", str(tmp_path / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
         cwd=REPO,
         env=env,
         stdout=log,
@@ -70,37 +169,37 @@ def test_dagster_dev_serves_the_demo_and_stops_on_sigterm_in_the_background(tmp_
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
-        deadline = time.monotonic() + 180
-        entries = None
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "dagster_dev.log").read_text()[-3000:]
-            try:
-                data = _graphql(port, QUERY)
-                entries = data["data"]["workspaceOrError"]["locationEntries"]
-                if entries and entries[0]["locationOrLoadError"]:
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
-        assert entries, "dagster dev did not answer within 180 s"
-        (entry,) = entries
-        assert entry["name"] == "assetlake_demo"
-        location = entry["locationOrLoadError"]
-        assert location["__typename"] == "RepositoryLocation", location
-        nodes = location["repositories"][0]["assetNodes"]
-        assert {"/".join(n["assetKey"]["path"]) for n in nodes} == DEMO_KEYS
-        assert {n["groupName"] for n in nodes} == {"raw", "sales", "customers", "ops"}
+        locations = _wait_for_locations(proc, port, log_path, count=2)
+        for name, location in locations.items():
+            assert location["__typename"] == "RepositoryLocation", (name, location)
+        demo = locations["assetlake_demo"]["repositories"][0]["assetNodes"]
+        assert {"/".join(n["assetKey"]["path"]) for n in demo} == DEMO_KEYS
+        assert {n["groupName"] for n in demo} == {"raw", "sales", "customers", "ops"}
+
+        # Launched together, as two clicks would: all ten days with batch=5 (two runs, two
+        # commits), and a range with a failing day with batch=2 (the run holding 2024-01-04
+        # fails, the other two land).
+        daily, bad = ["mart", "daily_events"], ["mart", "bad_days"]
+        keys = '["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05", "2024-01-06"]'
+        launched = [_launch(port, daily, "allPartitions: true"), _launch(port, bad, f"partitionNames: {keys}")]
+        assert _wait_all(port, launched) == ["COMPLETED_SUCCESS", "COMPLETED_FAILED"]
+        assert history(spark, str(lake / "mart" / "daily_events")) == [(1, "WRITE"), (0, "WRITE")]
+        assert _stats(port, daily) == {"numMaterialized": 10, "numFailed": 0, "numPartitions": 10}
+        assert _stats(port, bad) == {"numMaterialized": 4, "numFailed": 2, "numPartitions": 6}
+        landed = {r[0] for r in read(spark, str(lake / "mart" / "bad_days")).select(PARTITION_COLUMN).distinct().collect()}
+        assert landed == {"2024-01-01", "2024-01-02", "2024-01-05", "2024-01-06"}
+        assert len(history(spark, str(lake / "mart" / "bad_days"))) == 2
+
         services = _descendants(proc.pid)
-        assert len(services) >= 3, services  # dagster dev, its webserver, daemon, code server
+        assert len(services) >= 4, services  # dagster dev, its webserver, daemon, two code servers
         proc.send_signal(signal.SIGTERM)  # only to the wrapper, as `kill <pid>` would
         assert proc.wait(timeout=90) == 0
         deadline = time.monotonic() + 60
         while any(alive(p) for p in services):
             assert time.monotonic() < deadline, f"still running after SIGTERM: {[p for p in services if alive(p)]}"
             time.sleep(0.5)
-        assert "Shutting down Dagster services" in (tmp_path / "dagster_dev.log").read_text()
+        assert "Shutting down Dagster services" in log_path.read_text()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
-

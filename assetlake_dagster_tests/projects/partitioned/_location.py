@@ -1,0 +1,11 @@
+"""A second code location for the `dagster dev` test: this folder's SQL beside the demo.
+
+The lake root comes from ``$ASSETLAKE_LAKE_ROOT`` (read when a step runs). The leading
+underscore keeps ``build_definitions`` from importing this file as a Python asset module.
+"""
+
+import os
+
+from assetlake_dagster.build import build_definitions
+
+defs = build_definitions(os.path.dirname(__file__))
