@@ -44,6 +44,20 @@ def cli_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run the ``assetlake`` command line in this process: ``(exit code, stdout, stderr)``.
+
+    The command-line behaviour is tested this way, on the suite's in-process Spark session;
+    only the tests of the process boundary itself start ``assetlake`` as a subprocess.
+    """
+    from assetlake_dagster.cli import main
+
+    capsys.readouterr()  # drop what came before
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as s:

@@ -17,7 +17,7 @@ from assetlake_dagster.check_runner import run_checks
 from assetlake_dagster.data_tests import RETRY_ON_STEP_FAILURE_TAG
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster_tests.helpers import PROJECTS, cli_env
+from assetlake_dagster_tests.helpers import PROJECTS, run_cli
 
 PROJECT = os.path.join(PROJECTS, "audited")
 ORDERS = dg.AssetKey(["mart", "orders"])
@@ -388,10 +388,7 @@ def test_run_checks_needs_a_partition_exactly_for_partitioned_assets(project, ke
     assert str(err.value) == message
 
 
-def test_assetlake_check_runs_the_tests_on_the_committed_table(spark, tmp_path):
-    import subprocess
-    import sys
-
+def test_assetlake_check_runs_the_tests_on_the_committed_table(spark, tmp_path, monkeypatch, capsys):
     lake_root = str(tmp_path / "lake")
     sources(spark, lake_root)
     defs = build_definitions(PROJECT, lake_root=lake_root)
@@ -399,14 +396,10 @@ def test_assetlake_check_runs_the_tests_on_the_committed_table(spark, tmp_path):
     spark.sql(f"UPDATE delta.`{lake_root}/mart/orders` SET status = 'lost' WHERE order_id = 3")
     home = tmp_path / "home"
     home.mkdir()
-    env = cli_env(DAGSTER_HOME=str(home))
-    cli = os.path.join(os.path.dirname(sys.executable), "assetlake")
-    proc = subprocess.run(
-        [cli, "check", "mart/orders", "--project-dir", PROJECT, "--lake-root", lake_root],
-        env=env, capture_output=True, text=True, timeout=900,
-    )
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    code, out, err = run_cli(capsys, "check", "mart/orders", "--project-dir", PROJECT, "--lake-root", lake_root)
+    assert code == 1, err
+    lines = out.splitlines()
     assert "FAIL accepted_values_status: 1 failing, e.g. 'lost'" in lines
     assert "PASS unique_order_id" in lines and "WARN not_null_note: 1 failing, e.g. {order_id: 2, customer_id: 11, status: 'pending', amount: 7.5}" in lines
     assert versions(spark, f"{lake_root}/mart/orders") == [1, 0]  # the UPDATE; the check wrote nothing
@@ -414,16 +407,16 @@ def test_assetlake_check_runs_the_tests_on_the_committed_table(spark, tmp_path):
     # A partitioned asset: the checks of one partition, recorded for that partition.
     write_source(spark, lake_root, "daily", [(1, "d1", 1.0), (3, "d2", 3.0)], DAILY_SCHEMA)
     assert run(defs, dg.DagsterInstance.ephemeral(), [DAILY], tags=BATCH).success
-    check = [cli, "check", "mart/daily_orders", "--project-dir", PROJECT, "--lake-root", lake_root]
-    proc = subprocess.run([*check, "--partition", "d1"], env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == ["PASS unique_order_id", "PASS custom_day_matches"]
+    check = ["check", "mart/daily_orders", "--project-dir", PROJECT, "--lake-root", lake_root]
+    code, out, err = run_cli(capsys, *check, "--partition", "d1")
+    assert code == 0, err
+    assert out.splitlines() == ["PASS unique_order_id", "PASS custom_day_matches"]
     with dg.DagsterInstance.from_config(str(home)) as recorded_in_home:
         history = recorded_in_home.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(DAILY, "unique_order_id"), limit=10
         )
     assert [(r.partition, r.status) for r in history] == [("d1", SUCCEEDED)]
-    proc = subprocess.run(check, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 1
+    code, out, err = run_cli(capsys, *check)
+    assert code == 1
     missing = "mart/daily_orders is partitioned: name the partition to check with --partition (d1, d2)."
-    assert missing in proc.stderr.splitlines()
+    assert missing in err.splitlines()

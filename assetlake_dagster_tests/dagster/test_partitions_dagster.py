@@ -5,8 +5,6 @@ windowed and static (injection payloads as keys) partitioned files.
 """
 
 import os
-import subprocess
-import sys
 
 import dagster as dg
 import pytest
@@ -15,7 +13,7 @@ from assetlake_dagster.backfill import batches, run_backfill
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.partitions import PARTITION_COLUMN
-from assetlake_dagster_tests.helpers import ASSETLAKE, PROJECTS, cli_env, delta_history as history, files_by_partition
+from assetlake_dagster_tests.helpers import PROJECTS, delta_history as history, files_by_partition, run_cli
 from assetlake_dagster_tests.projects.partitioned.sources import REGIONS
 
 PROJECT = os.path.join(PROJECTS, "partitioned")
@@ -152,37 +150,26 @@ def test_batches_split_at_gaps_and_size():
     assert batches(keys, ["d1", "d2", "d3", "d4", "d5", "d6"], 2) == [["d1", "d2"], ["d3"], ["d5", "d6"]]
 
 
-def test_backfill_and_restore_from_the_command_line(spark, tmp_path):
-    env = cli_env(
-        DAGSTER_HOME=str(tmp_path / "home"),
-        ASSETLAKE_PROJECT_DIR=PROJECT,
-        ASSETLAKE_LAKE_ROOT=str(tmp_path / "lake"),
-        SPARK_LOCAL_IP="127.0.0.1",
-    )
-    os.makedirs(env["DAGSTER_HOME"])
-
-    def cli(*args):
-        return subprocess.run([ASSETLAKE, *args], env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
-
-    dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
-    raw = subprocess.run(
-        [dagster, "asset", "materialize", "-m", "assetlake_dagster.definitions", "--select", "raw/events"],
-        env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
-    )
-    assert raw.returncode == 0, raw.stderr[-3000:]
-    done = cli("backfill", "mart/daily_events", "--from", "2024-01-01", "--to", "2024-01-10")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "10 partitions in 2 runs" in done.stdout and "2 runs succeeded, 0 failed" in done.stdout
-    path = str(tmp_path / "lake" / "mart" / "daily_events")
+def test_backfill_and_restore_from_the_command_line(spark, tmp_path, monkeypatch, capsys):
+    home, lake = tmp_path / "home", str(tmp_path / "lake")
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("ASSETLAKE_PROJECT_DIR", PROJECT)
+    monkeypatch.setenv("ASSETLAKE_LAKE_ROOT", lake)
+    run(build_definitions(PROJECT), dg.DagsterInstance.ephemeral(), [RAW])
+    code, out, err = run_cli(capsys, "backfill", "mart/daily_events", "--from", "2024-01-01", "--to", "2024-01-10")
+    assert code == 0, err
+    assert "10 partitions in 2 runs" in out and "2 runs succeeded, 0 failed" in out
+    path = os.path.join(lake, "mart", "daily_events")
     assert history(spark, path) == [(1, "WRITE"), (0, "WRITE")]  # one commit per batch of 5
     assert read(spark, path).count() == sum(range(1, 11))
     # The runs are in DAGSTER_HOME, so the UI shows every partition as materialized.
-    instance = dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
-    assert len(instance.get_materialized_partitions(key("mart/daily_events"))) == 10
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert len(instance.get_materialized_partitions(key("mart/daily_events"))) == 10
     # Restore version 0: only the first batch's five days remain, as a new version.
-    restored = cli("restore", "delta://mart/daily_events", "--version", "0", "--lake-root", str(tmp_path / "lake"))
-    assert restored.returncode == 0, restored.stderr[-3000:]
-    assert "restored to its version 0 as new version 2" in restored.stdout
+    code, out, err = run_cli(capsys, "restore", "delta://mart/daily_events", "--version", "0", "--lake-root", lake)
+    assert code == 0, err
+    assert "restored to its version 0 as new version 2" in out
     assert read(spark, path).count() == sum(range(1, 6))
-    bad = cli("restore", "delta://mart/daily_events", "--version", "9", "--lake-root", str(tmp_path / "lake"))
-    assert bad.returncode == 1 and "version 9 is not in the table's history" in bad.stderr
+    code, out, err = run_cli(capsys, "restore", "delta://mart/daily_events", "--version", "9", "--lake-root", lake)
+    assert code == 1 and "version 9 is not in the table's history" in err

@@ -14,7 +14,16 @@ from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster.demo.project.sources import order_rows
 from assetlake_dagster.partitions import PARTITION_COLUMN
 from assetlake_dagster.writes.slices import partition_predicate
-from assetlake_dagster_tests.helpers import ASSETLAKE, DAGSTER, DEMO_KEYS, PROJECTS, REPO, cli_env, delta_history as history, files_by_partition
+from assetlake_dagster_tests.helpers import (
+    DAGSTER,
+    DEMO_KEYS,
+    PROJECTS,
+    REPO,
+    cli_env,
+    delta_history as history,
+    files_by_partition,
+    run_cli,
+)
 
 PIPELINE = os.path.join(PROJECTS, "pipeline")
 RAW_KEYS = {"raw/customers", "raw/orders"}
@@ -61,31 +70,39 @@ def _cli(tmp_path, env, *args):
     return proc.stdout + proc.stderr
 
 
-def test_cli_backfills_and_materializes_the_demo(spark, tmp_path):
+def test_cli_backfills_and_materializes_the_demo(spark, tmp_path, monkeypatch, capsys):
     """A new user's command-line flow on the partitioned demo, with the table checks.
 
     The raw sources, then 60 days of staging/orders with `assetlake backfill` in batches of
     31 days (2 runs, 2 commits; the demo's own batch=91 would make it one), the monthly
     roll-up, the unpartitioned rest with `dagster asset materialize` (`--select '*'` refuses a
-    selection with partitioned assets), then one day again.
+    selection with partitioned assets), then one day again. `dagster asset materialize` runs
+    as the user runs it (a process on the warm engine); `assetlake backfill` runs in this
+    process, with the same working folder and DAGSTER_HOME (its own process boundary is
+    tested with `assetlake engine`).
     """
     import deltalake
 
     home = tmp_path / "home"
     env = cli_env(DAGSTER_HOME=str(home))
-    env.pop("ASSETLAKE_PROJECT_DIR", None)
-    env.pop("ASSETLAKE_LAKE_ROOT", None)
+    for name in ("ASSETLAKE_PROJECT_DIR", "ASSETLAKE_LAKE_ROOT"):
+        env.pop(name, None)
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
     os.makedirs(home)
     materialize = [DAGSTER, "asset", "materialize", "-m", "assetlake_dagster.definitions", "--select"]
     lake = tmp_path / ".assetlake" / "lake"
     orders_path = str(lake / "staging" / "orders")
 
     _cli(tmp_path, env, *materialize, "raw/customers,raw/orders")
-    out = _cli(tmp_path, env, ASSETLAKE, "backfill", "staging/orders", "--from", "2024-01-01", "--to", "2024-02-29", "--batch", "31")
+    code, out, err = run_cli(capsys, "backfill", "staging/orders", "--from", "2024-01-01", "--to", "2024-02-29", "--batch", "31")
+    assert code == 0, err
     assert "staging/orders, 60 partitions in 2 runs" in out and "2 runs succeeded, 0 failed" in out
     # One Delta commit per batch (Jan 1-31, Feb 1-29).
     assert history(spark, orders_path) == [(1, "WRITE"), (0, "WRITE")]
-    _cli(tmp_path, env, ASSETLAKE, "backfill", "analytics/monthly_revenue")
+    code, out, err = run_cli(capsys, "backfill", "analytics/monthly_revenue")
+    assert code == 0, err
     _cli(tmp_path, env, *materialize, ",".join(sorted(DEMO_KEYS - PARTITIONED_KEYS - RAW_KEYS)))
 
     # staging/orders holds exactly the Jan-Feb orders of the source, each in its day's partition.
