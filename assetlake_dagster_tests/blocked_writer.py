@@ -1,16 +1,20 @@
-"""A writer process for ``test_kill_writer``: one managed write that never finishes.
+"""A writer process for ``test_kill_writer``: managed writes that never finish.
 
-Run as ``python -m assetlake_dagster_tests.blocked_writer STRATEGY TABLE_PATH MARKER WAREHOUSE``.
-It opens its own Spark session (its own JVM) on the same lake as the test and starts one
-managed write of :data:`ROWS` rows in :data:`PARTITIONS` Spark partitions. A Python UDF
-lets every row through except the last one: on it, the UDF creates ``MARKER`` and then
-sleeps until the process is killed. So the other partitions' tasks complete (for
-replace and append, they write their data files into the table folder) while the write
-as a whole can never reach its commit: the test decides when to kill it, without timing.
+Run as ``python -m assetlake_dagster_tests.blocked_writer LAKE MARKERS WAREHOUSE STRATEGY…``.
+It opens its own Spark session (its own JVM) on the same lake as the test and starts, at
+once, one managed write per strategy to ``LAKE/s/<strategy>``, each of :data:`ROWS` rows in
+:data:`PARTITIONS` Spark partitions. A Python UDF lets every row through except the last
+one: on it, the UDF creates ``MARKERS/<strategy>`` and then sleeps until the process is
+killed. So the other partitions' tasks complete (for replace and append, they write their
+data files into the table folder) while no write can ever reach its commit: the test
+decides when to kill the process, without timing.
 """
 
+import os
 import sys
+import threading
 import time
+import traceback
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
@@ -39,20 +43,39 @@ def blocked_rows(spark, marker: str):
     return rows.select(block_on_last(rows["id"]).alias("id"), F.lit(NEW_NAME).alias("name"))
 
 
-def main(strategy: str, path: str, marker: str, warehouse: str) -> None:
-    spark = build_spark_session(master="local[2]", warehouse_dir=warehouse)
+def table_path(lake: str, strategy: str) -> str:
+    return os.path.join(lake, "s", strategy)
+
+
+def target(lake: str, strategy: str, run_id: str) -> WriteTarget:
     kind = WriteStrategy(strategy)
     keyed = kind in (WriteStrategy.MERGE, WriteStrategy.HISTORY)
-    target = WriteTarget(
-        uri=TableUri("s", "t"),
-        path=path,
+    return WriteTarget(
+        uri=TableUri("s", strategy),
+        path=table_path(lake, strategy),
         strategy=kind,
-        stamp=CommitStamp(run_id="killed-run", asset="s/t"),
+        stamp=CommitStamp(run_id=run_id, asset=f"s/{strategy}"),
         key=("id",) if keyed else (),
     )
-    print("writing", flush=True)
-    strategy_for(kind).write(spark, blocked_rows(spark, marker), target)
-    print("committed", flush=True)  # never reached: the test kills the process first
+
+
+def main(lake: str, markers: str, warehouse: str, *strategies: str) -> None:
+    # A task slot per blocked task and per finishing one: every write gets to block.
+    spark = build_spark_session(master=f"local[{2 * PARTITIONS * len(strategies)}]", warehouse_dir=warehouse)
+
+    def write(strategy: str) -> None:
+        try:
+            rows = blocked_rows(spark, os.path.join(markers, strategy))
+            strategy_for(WriteStrategy(strategy)).write(spark, rows, target(lake, strategy, "killed-run"))
+            print("committed", strategy, flush=True)  # never reached: the test kills the process first
+        except BaseException:  # the test then fails at once, with this traceback in the log
+            traceback.print_exc()
+            os._exit(1)
+
+    print("writing", *strategies, flush=True)
+    for strategy in strategies:
+        threading.Thread(target=write, args=(strategy,), daemon=True).start()
+    time.sleep(24 * 3600)
 
 
 if __name__ == "__main__":

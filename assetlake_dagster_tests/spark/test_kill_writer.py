@@ -3,10 +3,11 @@
 RELIABILITY.md's fault plan: one logical write is one Delta commit, so a writer that dies
 before its commit, however abruptly, leaves nothing visible. The writer here is a separate
 Python process with its own Spark JVM (:mod:`assetlake_dagster_tests.blocked_writer`)
-on the same lake as the test's session. Its write blocks inside its Spark job (a UDF that
-never returns on the last row, after dropping a marker file), so the test knows the write
-is under way and cannot have committed; then the whole process group (Python, JVM, Python
-workers) gets SIGKILL. No timing is assumed anywhere: the test waits for states on disk.
+on the same lake as the test's session, with one write per strategy in flight at once (one
+table each). Each write blocks inside its Spark job (a UDF that never returns on the last
+row, after dropping a marker file), so the test knows every write is under way and none can
+have committed; then the whole process group (Python, JVM, Python workers) gets SIGKILL.
+No timing is assumed anywhere: the test waits for states on disk.
 
 Where the kill lands differs by strategy, and each case is asserted:
 - replace and append write their data files inside that job: the other partitions' files
@@ -24,15 +25,16 @@ import time
 import pytest
 
 from assetlake_dagster.delta_sql import history
-from assetlake_dagster.spec import TableUri, WriteStrategy
-from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
-from assetlake_dagster_tests.blocked_writer import NEW_NAME, PARTITIONS
+from assetlake_dagster.spec import WriteStrategy
+from assetlake_dagster.writes import strategy_for
+from assetlake_dagster_tests.blocked_writer import NEW_NAME, PARTITIONS, table_path, target
 from assetlake_dagster_tests.helpers import REPO
 
 SCHEMA = "id BIGINT, name STRING"
+STRATEGIES = ("replace", "append", "merge", "history")
 PRIOR = [(1, "ann"), (2, "bob"), (3, "cy")]
 NEXT = [(1, "ann"), (2, "BOB"), (4, "di")]
-#: Seconds the writer gets to start its JVM and reach the blocked row (~10-20 s normally).
+#: Seconds the writer gets to start its JVM and reach the blocked rows (~10-20 s normally).
 START_TIMEOUT_S = 300
 #: Strategies whose blocked job is the one writing the table's data files.
 WRITE_IN_THE_BLOCKED_JOB = ("replace", "append")
@@ -45,21 +47,9 @@ EXPECTED_AFTER_NEXT = {
 }
 
 
-def target(path, strategy, run_id):
-    kind = WriteStrategy(strategy)
-    keyed = kind in (WriteStrategy.MERGE, WriteStrategy.HISTORY)
-    return WriteTarget(
-        uri=TableUri("s", "t"),
-        path=path,
-        strategy=kind,
-        stamp=CommitStamp(run_id=run_id, asset="s/t"),
-        key=("id",) if keyed else (),
-    )
-
-
-def write(spark, path, strategy, run_id, rows):
+def write(spark, lake_root, strategy, run_id, rows):
     df = spark.createDataFrame(rows, SCHEMA)
-    return strategy_for(WriteStrategy(strategy)).write(spark, df, target(path, strategy, run_id))
+    return strategy_for(WriteStrategy(strategy)).write(spark, df, target(lake_root, strategy, run_id))
 
 
 def table_rows(spark, path):
@@ -108,23 +98,25 @@ def wait_for(condition, proc, log_path, what, timeout):
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("strategy", ["replace", "append", "merge", "history"])
-def test_sigkilled_writer_leaves_the_prior_version(spark, lake_root, tmp_path, strategy):
-    path = os.path.join(lake_root, "s", "t")
-    assert write(spark, path, strategy, "run1", PRIOR).version == 0
-    prior_rows, prior_files = table_rows(spark, path), data_files(path)
+def test_sigkilled_writer_leaves_every_table_at_its_prior_version(spark, lake_root, tmp_path):
+    paths = {strategy: table_path(lake_root, strategy) for strategy in STRATEGIES}
+    prior_rows, prior_files = {}, {}
+    for strategy, path in paths.items():
+        assert write(spark, lake_root, strategy, "run1", PRIOR).version == 0
+        prior_rows[strategy], prior_files[strategy] = table_rows(spark, path), data_files(path)
 
-    marker = tmp_path / "blocked"
+    markers = tmp_path / "blocked"
+    markers.mkdir()
     log_path = tmp_path / "writer.log"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
         env.pop(name, None)  # a classic writer, whatever ran before in this process
-    command = [sys.executable, "-m", "assetlake_dagster_tests.blocked_writer", strategy, path, str(marker)]
+    command = [sys.executable, "-m", "assetlake_dagster_tests.blocked_writer", lake_root, str(markers)]
     with open(log_path, "w") as log:
         # Its own session and process group: SIGKILL to the group reaches the JVM and the
         # Python workers, not only the Python driver.
         proc = subprocess.Popen(
-            [*command, str(tmp_path / "warehouse")],
+            [*command, str(tmp_path / "warehouse"), *STRATEGIES],
             cwd=REPO,
             env=env,
             stdout=log,
@@ -132,14 +124,15 @@ def test_sigkilled_writer_leaves_the_prior_version(spark, lake_root, tmp_path, s
             start_new_session=True,
         )
         try:
-            wait_for(marker.exists, proc, log_path, "blocked row", START_TIMEOUT_S)
-            if strategy in WRITE_IN_THE_BLOCKED_JOB:
+            for strategy in STRATEGIES:
+                wait_for((markers / strategy).exists, proc, log_path, f"blocked row of {strategy}", START_TIMEOUT_S)
+            for strategy in WRITE_IN_THE_BLOCKED_JOB:
                 # The unblocked partitions' tasks finish and leave their data files behind.
-                def leftovers():
-                    names = {os.path.basename(f) for f in data_files(path) - prior_files}
+                def leftovers(path=paths[strategy], before=prior_files[strategy]):
+                    names = {os.path.basename(f) for f in data_files(path) - before}
                     return all(any(n.startswith(f"part-{p:05d}-") for n in names) for p in range(PARTITIONS - 1))
 
-                wait_for(leftovers, proc, log_path, "uncommitted data files", START_TIMEOUT_S)
+                wait_for(leftovers, proc, log_path, f"uncommitted data files of {strategy}", START_TIMEOUT_S)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
@@ -150,23 +143,24 @@ def test_sigkilled_writer_leaves_the_prior_version(spark, lake_root, tmp_path, s
     assert live_members(proc.pid) == []  # the writer's JVM died with it
     assert "committed" not in log_path.read_text().split()
 
-    # The table is exactly as before: same latest version, same rows.
-    assert versions(spark, path) == [0]
-    assert table_rows(spark, path) == prior_rows
-    leftover = data_files(path) - prior_files
-    if strategy in WRITE_IN_THE_BLOCKED_JOB:
-        assert len(leftover) >= PARTITIONS - 1
-    else:
-        assert leftover == set()
-    assert not leftover & committed_files(spark, path)
+    for strategy, path in paths.items():
+        # The table is exactly as before: same latest version, same rows.
+        assert versions(spark, path) == [0], strategy
+        assert table_rows(spark, path) == prior_rows[strategy], strategy
+        leftover = data_files(path) - prior_files[strategy]
+        if strategy in WRITE_IN_THE_BLOCKED_JOB:
+            assert len(leftover) >= PARTITIONS - 1, strategy
+        else:
+            assert leftover == set(), strategy
+        assert not leftover & committed_files(spark, path), strategy
 
-    # A normal write afterwards commits the next version; leftovers never become visible.
-    after = write(spark, path, strategy, "run2", NEXT)
-    assert after.committed and after.version == 1
-    assert versions(spark, path) == [1, 0]
-    rows = table_rows(spark, path)
-    assert not any(NEW_NAME in r for r in rows)
-    if strategy == "history":
-        rows = sorted((r[0], r[1], r[4]) for r in rows)  # id, name, is_current
-    assert rows == EXPECTED_AFTER_NEXT[strategy]
-    assert not leftover & committed_files(spark, path)
+        # A normal write afterwards commits the next version; leftovers never become visible.
+        after = write(spark, lake_root, strategy, "run2", NEXT)
+        assert after.committed and after.version == 1, strategy
+        assert versions(spark, path) == [1, 0], strategy
+        rows = table_rows(spark, path)
+        assert not any(NEW_NAME in r for r in rows), strategy
+        if strategy == "history":
+            rows = sorted((r[0], r[1], r[4]) for r in rows)  # id, name, is_current
+        assert rows == EXPECTED_AFTER_NEXT[strategy], strategy
+        assert not leftover & committed_files(spark, path), strategy
