@@ -371,21 +371,11 @@ def new_engine_session(state: EngineState, *, retries: bool = True) -> Any:
     Spark Connect's default client retries an unreachable server for minutes; a local
     engine that is gone will not come back, so a lost engine fails within seconds.
     """
-    from assetlake_dagster.spark_session import new_connect_session
+    from assetlake_dagster.spark_session import fail_fast, new_connect_session
 
     session = new_connect_session(state.url)
     fail_fast(session, retries)
     return session
-
-
-def fail_fast(session: Any, retries: bool = True) -> None:
-    """Give a Connect session a short retry policy (seconds, not Spark's ten minutes)."""
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
-    policy = DefaultPolicy(
-        max_retries=4 if retries else 0, initial_backoff=100, max_backoff=1000, backoff_multiplier=2.0
-    )
-    session.client.set_retry_policies([policy])
 
 
 #: Signs, in a Spark Connect client error, that the server itself is gone.

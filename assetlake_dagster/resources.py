@@ -25,7 +25,6 @@ from assetlake_dagster.engine import (
     EngineState,
     WarmEngine,
     default_engine_dir,
-    fail_fast,
     is_supervisor,
     new_engine_session,
 )
@@ -35,6 +34,7 @@ from assetlake_dagster.spark_session import (
     apply_session_conf,
     build_spark_session,
     connect_session,
+    fail_fast,
     is_connect_session,
     new_connect_session,
 )

@@ -126,6 +126,9 @@ def _close_connect_sessions() -> None:
             if getattr(session, "is_stopped", True):
                 continue
             try:
+                # One attempt: Spark Connect's default policy retries a gone server for
+                # minutes, and the process would hang at exit that long.
+                fail_fast(session, retries=False)
                 session.stop()
             except Exception:  # noqa: BLE001 - a lost server: nothing to release
                 pass
@@ -208,6 +211,16 @@ def new_connect_session(url: str) -> SparkSession:
     with _connect_lock:
         _every_connect_session.append(session)
     return session
+
+
+def fail_fast(session: Any, retries: bool = True) -> None:
+    """Give a Connect session a short retry policy (seconds, not Spark's ten minutes)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    policy = DefaultPolicy(
+        max_retries=4 if retries else 0, initial_backoff=100, max_backoff=1000, backoff_multiplier=2.0
+    )
+    session.client.set_retry_policies([policy])
 
 
 def local_checkpoint(df: DataFrame) -> DataFrame:

@@ -192,6 +192,35 @@ def test_a_run_that_loses_its_engine_fails_clearly_and_the_table_stays(env, tmp_
     assert local_table_version(os.path.join(env["LAKE"], "s", "t")) == 0
 
 
+LOSE_REMOTE = """
+    import json, os, signal
+    from assetlake_dagster.engine import WarmEngine
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    state = WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).read_state()
+    remote = SparkDeltaResource(remote=state.url, lake_root=os.environ["LAKE"])
+    # Used (a settings round trip each) and never stopped: the exit stops them. (No query:
+    # PySpark releases a query's results from a thread pool of its own, with its retries.)
+    for session in (remote.get_session(), remote.new_session()):
+        assert session.conf.get("spark.app.name")
+    os.killpg(state.server_pid, signal.SIGKILL)
+    print(json.dumps({"killed": state.server_pid}))
+"""
+
+
+def test_a_process_whose_server_went_away_still_exits_promptly(env):
+    """Stopping its Connect sessions at exit must not wait out Spark Connect's retries
+    (minutes) for a server that is gone: the suite's own exit hung on it once."""
+    _finish(_python(CONNECT, env))  # the engine runs
+    proc = _python(LOSE_REMOTE, env)
+    try:
+        out, _ = _finish(proc, timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert out["killed"]
+
+
 def _spark_class(*args: str, log) -> subprocess.Popen:
     import pyspark
 
