@@ -9,6 +9,7 @@ collected and raised once, as one :class:`~assetlake_dagster.errors.ProjectError
 import dataclasses
 import hashlib
 import os
+import stat
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -197,10 +198,23 @@ def discover_sql_files(root: str) -> list[str]:
 def _read(path: str) -> tuple[str, Optional[Diagnostic]]:
     shown = display_path(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        # Non-blocking open, then a check of what was opened: a named pipe called *.sql
+        # would otherwise block the loader (and `assetlake validate`) for ever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:
         return "", Diagnostic(SourceLocation(shown, 1), f"cannot read the file: {err.strerror}.")
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return "", Diagnostic(
+                SourceLocation(shown, 1),
+                f"the file is not a regular file ({_file_kind(mode)}), so it cannot be read as SQL.",
+                "Replace it with a regular file, or rename it so that its name does not end in .sql.",
+            )
+        try:
+            raw = handle.read()
+        except OSError as err:
+            return "", Diagnostic(SourceLocation(shown, 1), f"cannot read the file: {err.strerror}.")
     try:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError as err:
@@ -211,6 +225,12 @@ def _read(path: str) -> tuple[str, Optional[Diagnostic]]:
             f"the file is not valid UTF-8 (byte 0x{raw[err.start]:02x}).",
             "Save it as UTF-8.",
         )
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diagnostic], SourceText]:

@@ -467,3 +467,16 @@ def test_statements_record_their_parameter_markers():
     spec, problems = parse_file("f.sql", text)
     assert problems == []
     assert spec.select.parameters == ("x", "y")
+
+
+def test_a_sql_name_that_is_not_a_regular_file_is_a_load_error_not_a_hang(tmp_path, monkeypatch):
+    """A named pipe called ``*.sql`` would block a plain read for ever (seen in fuzzing)."""
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, {"ok.sql": "-- materialize delta://s/ok\n\nSELECT 1 AS x"})
+    os.mkfifo(tmp_path / "pipe.sql")
+    with pytest.raises(ProjectError) as caught:
+        load_project(tmp_path)
+    assert _first_lines(caught.value)[:1] == [
+        "pipe.sql:1:1: the file is not a regular file (a named pipe), so it cannot be read as SQL. "
+        "Replace it with a regular file, or rename it so that its name does not end in .sql."
+    ]
