@@ -20,9 +20,13 @@ from typing import Any, Callable, NamedTuple, Optional
 
 # Dagster's own validators, so a bad owner/tag/group fails here with a line number instead
 # of later inside dagster.AssetSpec without one.
-from dagster._core.definitions.utils import VALID_GROUP_NAME_REGEX, is_valid_owner
-from dagster._core.storage.tags import KIND_PREFIX
-from dagster._utils.tags import is_valid_strict_tag_value, is_valid_tag_key
+from assetlake_dagster.dagster_internals import (
+    KIND_PREFIX,
+    VALID_GROUP_NAME_REGEX,
+    is_valid_owner,
+    is_valid_strict_tag_value,
+    is_valid_tag_key,
+)
 
 from assetlake_dagster.errors import Diagnostic, SourceText, did_you_mean
 from assetlake_dagster.spec import (
@@ -41,7 +45,9 @@ from assetlake_dagster.spec import (
     UpstreamSpec,
     WindowSpec,
     WriteStrategy,
+    convert_value,
     is_identifier,
+    parse_partition_datetime,
 )
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
@@ -99,9 +105,7 @@ _TYPE_LIST = ", ".join(t.value for t in ArgumentType)
 _IDENTIFIER_HINT = "Use letters, digits and underscores, not starting with a digit."
 _TAG_HINT = "Use letters, digits, '_', '-' and '.', at most 63 characters."
 _WORD_RE = re.compile(r"\S+")
-_INT_RE = re.compile(r"[+-]?\d+")
-_FLOAT_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
 
 
 class Word(NamedTuple):
@@ -180,47 +184,6 @@ def parse_header(src: SourceText) -> tuple[Header, list[Diagnostic]]:
         ('merge', ('id',), 2, [])
     """
     return _HeaderParser(src).parse()
-
-
-def convert_value(text: str, type_: ArgumentType) -> Any:
-    """Convert the text of an argument value to the Python value of ``type_``.
-
-    Raises:
-        ValueError: with a hint on how to write a valid value.
-
-    Example:
-        >>> convert_value("2024-01-31", ArgumentType.DATE), convert_value("'a b'", ArgumentType.STRING)
-        (datetime.date(2024, 1, 31), 'a b')
-    """
-    if type_ in (ArgumentType.STRING, ArgumentType.DATE, ArgumentType.TIMESTAMP):
-        # Quotes are optional; SQL habit is to quote strings and dates.
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            text = text[1:-1]
-    if type_ is ArgumentType.STRING:
-        return text
-    if type_ is ArgumentType.INT and _INT_RE.fullmatch(text):
-        return int(text)
-    if type_ is ArgumentType.FLOAT and _FLOAT_RE.fullmatch(text):
-        return float(text)
-    if type_ is ArgumentType.BOOL and text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    try:
-        if type_ is ArgumentType.DATE and _DATE_RE.fullmatch(text):
-            return dt.date.fromisoformat(text)
-        if type_ is ArgumentType.TIMESTAMP and _DATE_RE.match(text):
-            return dt.datetime.fromisoformat(text)
-    except ValueError:
-        pass  # e.g. 2024-02-30: right shape, not a real date
-    raise ValueError(_VALUE_HINTS[type_])
-
-
-_VALUE_HINTS = {
-    ArgumentType.INT: "Write a whole number, e.g. '= 10'.",
-    ArgumentType.FLOAT: "Write a number, e.g. '= 0.5'.",
-    ArgumentType.BOOL: "Write 'true' or 'false'.",
-    ArgumentType.DATE: "Write a date as YYYY-MM-DD, e.g. '= 2024-01-31'.",
-    ArgumentType.TIMESTAMP: "Write an ISO timestamp, e.g. '= 2024-01-31T08:00:00'.",
-}
 
 
 def _words(raw: str, start: int, line: int) -> list[Word]:
@@ -929,18 +892,6 @@ class _HeaderParser:
                 self.error(item, f"kind '{item.text}' is listed twice.", "Remove the repeated kind.")
             else:
                 self.kinds[item.text] = item
-
-
-def parse_partition_datetime(text: str) -> dt.datetime:
-    """``2024-01-31`` or ``2024-01-31T06:00`` -> a naive datetime (ValueError otherwise).
-
-    Example:
-        >>> parse_partition_datetime("2024-01-31"), parse_partition_datetime("2024-01-31T06:00")
-        (datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 1, 31, 6, 0))
-    """
-    if not _DATE_RE.match(text) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?", text):
-        raise ValueError(text)
-    return dt.datetime.fromisoformat(text)
 
 
 def _unquote(text: str) -> str:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import dagster as dg
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from assetlake_dagster.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from assetlake_dagster.errors import ConfigError
 
 BACKFILL_TAG = "assetlake/backfill"

@@ -10,8 +10,8 @@ result for that partition.
 from typing import Optional
 
 import dagster as dg
-from dagster._core.storage.tags import PARTITION_NAME_TAG
 
+from assetlake_dagster.dagster_internals import PARTITION_NAME_TAG
 from assetlake_dagster.errors import ConfigError, did_you_mean
 
 

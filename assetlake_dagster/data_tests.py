@@ -23,18 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    # Not exported by ``dagster``; an evaluation we build ourselves (one per partition of a
-    # batch) needs it to point at the materialization it tested, as AssetCheckResult does.
-    AssetCheckEvaluationTargetMaterializationData,
-)
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.lake import Lake
-from assetlake_dagster.spec import THIS_MARKER, DataTestKind, DataTestSpec, SqlAssetSpec, WriteStrategy
+from assetlake_dagster.spec import HISTORY_COLUMNS, IS_CURRENT, THIS_MARKER, DataTestKind, DataTestSpec, SqlAssetSpec, WriteStrategy
 from assetlake_dagster.writes.commit import WriteTarget
-from assetlake_dagster.writes.history import HISTORY_COLUMNS, IS_CURRENT
 from assetlake_dagster.writes.merge import merge_key
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 

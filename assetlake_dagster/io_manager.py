@@ -25,7 +25,8 @@ from assetlake_dagster.materialization import (
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
-from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
+from assetlake_dagster.partitions import with_partition_key
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from assetlake_dagster.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.spark_session import is_connect_session
-from assetlake_dagster.spec import RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
+from assetlake_dagster.spec import HISTORY_COLUMNS, RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
 
 DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
 LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"
@@ -137,7 +137,7 @@ def register_current_view(spark: SparkSession, lake: Lake, uri: TableUri) -> Non
 def is_history_table(spark: SparkSession, uri: TableUri) -> bool:
     """Whether the registered table carries the SCD2 columns (only history writes them)."""
     columns = {c.lower() for c in spark.table(uri.sql_name).columns}
-    return {"valid_from", "valid_to", "is_current"} <= columns
+    return set(HISTORY_COLUMNS) <= columns
 
 
 def _location(spark: SparkSession, uri: TableUri) -> str:

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_sql import read
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import WriteResult
 from assetlake_dagster.writes.slices import partition_predicate

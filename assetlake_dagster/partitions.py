@@ -16,11 +16,7 @@ from typing import Any, Optional
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
-from assetlake_dagster.annotations import parse_partition_datetime
-from assetlake_dagster.spec import PartitionKind, PartitionSpec, UpstreamSpec
-
-#: The managed column holding each row's partition key; the table's Delta partition column.
-PARTITION_COLUMN = "_partition"
+from assetlake_dagster.spec import PARTITION_COLUMN, PartitionKind, PartitionSpec, UpstreamSpec, parse_partition_datetime
 
 _TIME_WINDOW_CLASSES = {
     PartitionKind.HOURLY: dg.HourlyPartitionsDefinition,

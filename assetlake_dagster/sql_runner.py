@@ -15,7 +15,6 @@ import dagster as dg
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from assetlake_dagster.annotations import convert_value
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.partitions import PartitionSlice, with_partition_key
 from assetlake_dagster.lake import Lake, is_history_table, register_current_view, register_table
@@ -27,6 +26,7 @@ from assetlake_dagster.spec import (
     SqlAssetSpec,
     SqlStatement,
     TableUri,
+    convert_value,
 )
 from assetlake_dagster.writes.commit import current_version
 

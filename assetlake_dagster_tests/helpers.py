@@ -6,7 +6,7 @@ import socket
 import sys
 import urllib.request
 
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 
 #: The repository root and the fixture projects (one small folder per scenario).
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

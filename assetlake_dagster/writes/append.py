@@ -20,7 +20,7 @@ from assetlake_dagster.writes.base import (
     check_schema_compatible,
     delta_columns,
 )
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,

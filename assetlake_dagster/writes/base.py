@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.errors import WriteError
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import RESERVED_COLUMNS, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate

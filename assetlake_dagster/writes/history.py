@@ -28,7 +28,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spec import WriteStrategy, quote_identifier
+from assetlake_dagster.spec import HISTORY_COLUMNS, IS_CURRENT, VALID_FROM, VALID_TO, WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import WritePlan, WriteStrategyBase, check_columns, delta_columns
 from assetlake_dagster.writes.commit import (
     WriteResult,
@@ -40,11 +40,6 @@ from assetlake_dagster.writes.commit import (
 )
 from assetlake_dagster.writes.merge import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys
 
-VALID_FROM = "valid_from"
-VALID_TO = "valid_to"
-IS_CURRENT = "is_current"
-#: The managed columns, in the order they follow the data columns.
-HISTORY_COLUMNS = (VALID_FROM, VALID_TO, IS_CURRENT)
 #: The parameter marker every timestamp of the run is bound to.
 RUN_TS_PARAM = "run_ts"
 #: Names of the merge-key columns of the staged source; data columns may not use the prefix.

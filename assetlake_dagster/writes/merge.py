@@ -25,7 +25,7 @@ from assetlake_dagster.writes.base import (
     check_schema_compatible,
     delta_columns,
 )
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster.writes.commit import (
     WriteResult,

@@ -10,7 +10,7 @@ from typing import Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.writes.base import (
     WritePlan,

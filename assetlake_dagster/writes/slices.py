@@ -11,7 +11,7 @@ unpredicated (whole-table) write.
 from collections.abc import Sequence
 from typing import Optional
 
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import quote_identifier
 
 

@@ -19,7 +19,8 @@ from assetlake_dagster.build import build_definitions
 from assetlake_dagster.engine import EngineError
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.io_manager import DeltaIOManager, managed_write
-from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
+from assetlake_dagster.partitions import with_partition_key
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark_session import connect_session, is_connect_session
 from assetlake_dagster_tests.helpers import PROJECTS

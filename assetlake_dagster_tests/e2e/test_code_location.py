@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster.demo.project.sources import order_rows
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster_tests.helpers import (
     DAGSTER,

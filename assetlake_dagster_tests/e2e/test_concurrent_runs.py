@@ -14,7 +14,7 @@ import textwrap
 
 import deltalake
 
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster_tests.helpers import cli_env
 
 ROUNDS = int(os.environ.get("ASSETLAKE_TEST_CONCURRENT_ROUNDS", "8"))

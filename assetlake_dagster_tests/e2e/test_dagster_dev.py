@@ -19,7 +19,7 @@ import dagster as dg
 
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.delta_sql import read
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster_tests.helpers import (
     DEMO_KEYS,
     PROJECTS,

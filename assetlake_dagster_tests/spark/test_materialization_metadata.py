@@ -20,7 +20,7 @@ from assetlake_dagster.materialization import (
     partition_row_counts,
     slice_table,
 )
-from assetlake_dagster.partitions import PARTITION_COLUMN
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assetlake_dagster.errors import KeyViolationError, WriteError
-from assetlake_dagster.partitions import PARTITION_COLUMN, with_partition_key
+from assetlake_dagster.partitions import with_partition_key
+from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.writes.retry import MAX_ATTEMPTS, is_write_conflict, write_with_retries

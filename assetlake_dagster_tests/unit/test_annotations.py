@@ -4,7 +4,8 @@ import datetime as dt
 
 import pytest
 
-from assetlake_dagster.annotations import Word, convert_value, header_length, parse_header
+from assetlake_dagster.annotations import Word, header_length, parse_header
+from assetlake_dagster.spec import convert_value
 from assetlake_dagster.errors import SourceLocation, SourceText
 from assetlake_dagster.spec import (
     ArgumentSpec,

@@ -1,48 +1,22 @@
 """The typed form of one annotated SQL file: frozen dataclasses and ``str`` Enums.
 
-Parsing (``annotations.py``, ``sql_analysis.py``) builds these; everything downstream
+Parsing (``annotations``, ``sql_analysis``) builds these; everything downstream
 (translator, assets, IO manager, CLI) only reads them.
 """
 
+import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
 
 from assetlake_dagster.errors import SourceLocation
+from assetlake_dagster.spec.names import TableUri
 
-IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-URI_SCHEME = "delta://"
-
-#: Columns the IO manager owns; a SELECT may not project them (case-insensitive).
-RESERVED_COLUMNS = frozenset({"_partition", "valid_from", "valid_to", "is_current"})
-#: Suffix reserved for the SCD2 companion view.
-RESERVED_TABLE_SUFFIX = "_current"
-
-
-def is_identifier(name: str) -> bool:
-    """Whether ``name`` is an allow-listed identifier (``^[A-Za-z_][A-Za-z0-9_]*$``).
-
-    Example:
-        >>> is_identifier("dim_customer"), is_identifier("a-b"), is_identifier("1x")
-        (True, False, False)
-    """
-    return bool(IDENTIFIER_RE.match(name))
-
-
-def quote_identifier(name: str) -> str:
-    """Backtick-quote an allow-listed identifier for Spark SQL.
-
-    Raises ValueError for anything not allow-listed, so callers cannot splice text.
-
-    Example:
-        >>> quote_identifier("order_id")
-        '`order_id`'
-    """
-    if not is_identifier(name):
-        raise ValueError(f"not an allowed identifier: {name!r}")
-    return f"`{name}`"
+#: The one asset-metadata key carrying the write contract (a :class:`MaterializeSpec`).
+WRITE_METADATA_KEY = "assetlake/write"
 
 
 class WriteStrategy(str, Enum):
@@ -111,46 +85,6 @@ class ArgumentType(str, Enum):
 
 
 @dataclass(frozen=True)
-class TableUri:
-    """A managed table ``delta://<schema>/<table>``.
-
-    Example:
-        >>> uri = TableUri("analytics", "dim_customer")
-        >>> str(uri), uri.sql_name, uri.asset_key_path
-        ('delta://analytics/dim_customer', 'analytics.dim_customer', ['analytics', 'dim_customer'])
-    """
-
-    schema: str
-    table: str
-
-    def __post_init__(self) -> None:
-        for part in (self.schema, self.table):
-            if not is_identifier(part):
-                raise ValueError(f"not an allowed identifier: {part!r}")
-
-    def __str__(self) -> str:
-        return f"{URI_SCHEME}{self.schema}/{self.table}"
-
-    @property
-    def sql_name(self) -> str:
-        return f"{self.schema}.{self.table}"
-
-    @property
-    def asset_key_path(self) -> list[str]:
-        return [self.schema, self.table]
-
-    @classmethod
-    def parse(cls, text: str) -> "TableUri":
-        """Parse ``delta://schema/table``; raises ValueError with the reason."""
-        if not text.startswith(URI_SCHEME):
-            raise ValueError(f"expected '{URI_SCHEME}<schema>/<table>', got {text!r}")
-        parts = text[len(URI_SCHEME) :].split("/")
-        if len(parts) != 2 or not all(parts):
-            raise ValueError(f"expected '{URI_SCHEME}<schema>/<table>', got {text!r}")
-        return cls(parts[0], parts[1])
-
-
-@dataclass(frozen=True)
 class MaterializeSpec:
     """The ``-- materialize`` line: target table and write strategy.
 
@@ -168,6 +102,67 @@ class MaterializeSpec:
     track: tuple[str, ...] = ()
     close_deletes: bool = False
     location: Optional[SourceLocation] = field(default=None, compare=False)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The write contract as asset metadata, under :data:`WRITE_METADATA_KEY`.
+
+        Example:
+            >>> MaterializeSpec(TableUri("s", "t"), WriteStrategy.MERGE, key=("id",)).to_metadata()
+            {'assetlake/write': {'table': 'delta://s/t', 'strategy': 'merge', 'key': ['id'], 'track': [], 'deletes': None}}
+        """
+        return {WRITE_METADATA_KEY: write_contract(self.strategy, self.key, self.track, self.close_deletes, self.uri)}
+
+    @classmethod
+    def from_metadata(cls, metadata: Optional[Mapping[str, Any]], default_uri: Optional[TableUri] = None) -> "MaterializeSpec":
+        """The contract stored by :meth:`to_metadata` (or ``managed_write``) in asset metadata.
+
+        Args:
+            metadata: an asset's definition metadata; values may be raw or Dagster
+                ``JsonMetadataValue``s.
+            default_uri: the table when the metadata names none (a Python asset without
+                ``table=``, or no contract at all: then the strategy is ``replace``).
+
+        Raises:
+            ValueError: the metadata names no table and there is no ``default_uri``, or
+                an unknown strategy.
+
+        Example:
+            >>> meta = MaterializeSpec(TableUri("s", "t"), WriteStrategy.APPEND).to_metadata()
+            >>> MaterializeSpec.from_metadata(meta).strategy
+            <WriteStrategy.APPEND: 'append'>
+        """
+        raw = (metadata or {}).get(WRITE_METADATA_KEY)
+        raw = getattr(raw, "value", raw)
+        raw = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+        table = raw.get("table")
+        uri = TableUri.parse(table) if table else default_uri
+        if uri is None:
+            raise ValueError(f"the asset's {WRITE_METADATA_KEY} metadata names no table")
+        return cls(
+            uri=uri,
+            strategy=WriteStrategy(raw.get("strategy", WriteStrategy.REPLACE.value)),
+            key=tuple(raw.get("key") or ()),
+            track=tuple(raw.get("track") or ()),
+            close_deletes=raw.get("deletes") == "close",
+        )
+
+
+def write_contract(
+    strategy: "WriteStrategy",
+    key: tuple[str, ...] = (),
+    track: tuple[str, ...] = (),
+    close_deletes: bool = False,
+    uri: Optional[TableUri] = None,
+) -> dict[str, Any]:
+    """The JSON form of a write contract (``table`` is omitted when not known yet)."""
+    contract: dict[str, Any] = {"table": str(uri)} if uri is not None else {}
+    contract.update(
+        strategy=strategy.value,
+        key=list(key),
+        track=list(track),
+        deletes="close" if close_deletes else None,
+    )
+    return contract
 
 
 @dataclass(frozen=True)

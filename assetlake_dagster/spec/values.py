@@ -1,0 +1,68 @@
+"""Value parsing shared by the grammar and the runtime: argument values and partition dates.
+
+The grammar calls these to report a located error; the runtime calls them on run config
+and partition bounds. Both get the same answer because there is one parser.
+"""
+
+import datetime as dt
+import re
+from typing import Any
+
+from assetlake_dagster.spec.model import ArgumentType
+
+_INT_RE = re.compile(r"[+-]?\d+")
+_FLOAT_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def convert_value(text: str, type_: ArgumentType) -> Any:
+    """Convert the text of an argument value to the Python value of ``type_``.
+
+    Raises:
+        ValueError: with a hint on how to write a valid value.
+
+    Example:
+        >>> convert_value("2024-01-31", ArgumentType.DATE), convert_value("'a b'", ArgumentType.STRING)
+        (datetime.date(2024, 1, 31), 'a b')
+    """
+    if type_ in (ArgumentType.STRING, ArgumentType.DATE, ArgumentType.TIMESTAMP):
+        # Quotes are optional; SQL habit is to quote strings and dates.
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]
+    if type_ is ArgumentType.STRING:
+        return text
+    if type_ is ArgumentType.INT and _INT_RE.fullmatch(text):
+        return int(text)
+    if type_ is ArgumentType.FLOAT and _FLOAT_RE.fullmatch(text):
+        return float(text)
+    if type_ is ArgumentType.BOOL and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        if type_ is ArgumentType.DATE and _DATE_RE.fullmatch(text):
+            return dt.date.fromisoformat(text)
+        if type_ is ArgumentType.TIMESTAMP and _DATE_RE.match(text):
+            return dt.datetime.fromisoformat(text)
+    except ValueError:
+        pass  # e.g. 2024-02-30: right shape, not a real date
+    raise ValueError(_VALUE_HINTS[type_])
+
+
+_VALUE_HINTS = {
+    ArgumentType.INT: "Write a whole number, e.g. '= 10'.",
+    ArgumentType.FLOAT: "Write a number, e.g. '= 0.5'.",
+    ArgumentType.BOOL: "Write 'true' or 'false'.",
+    ArgumentType.DATE: "Write a date as YYYY-MM-DD, e.g. '= 2024-01-31'.",
+    ArgumentType.TIMESTAMP: "Write an ISO timestamp, e.g. '= 2024-01-31T08:00:00'.",
+}
+
+
+def parse_partition_datetime(text: str) -> dt.datetime:
+    """``2024-01-31`` or ``2024-01-31T06:00`` -> a naive datetime (ValueError otherwise).
+
+    Example:
+        >>> parse_partition_datetime("2024-01-31"), parse_partition_datetime("2024-01-31T06:00")
+        (datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 1, 31, 6, 0))
+    """
+    if not _DATE_RE.match(text) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?", text):
+        raise ValueError(text)
+    return dt.datetime.fromisoformat(text)
