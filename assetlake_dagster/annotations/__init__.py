@@ -1,0 +1,22 @@
+"""The header grammar: the leading comment block of an annotated SQL file → typed specs.
+
+* :mod:`~assetlake_dagster.annotations.keywords`: the keyword registry and the header loop.
+* :mod:`~assetlake_dagster.annotations.header`: words, positions, the draft, shared helpers.
+* one module per family of lines: :mod:`.materialize`, :mod:`.partitioned`,
+  :mod:`.upstreams` (``-- on``), :mod:`.data_test`, :mod:`.arguments` (``-- $name``),
+  :mod:`.catalog` (group, owner, tags, description, kinds).
+
+Checks that need the SQL body or other files happen afterwards, in
+:mod:`assetlake_dagster.project` and :mod:`assetlake_dagster.dag`.
+"""
+
+from assetlake_dagster.annotations.header import (
+    Header as Header,
+    Word as Word,
+    header_length as header_length,
+)
+from assetlake_dagster.annotations.keywords import (
+    KEYWORDS as KEYWORDS,
+    LINE_PARSERS as LINE_PARSERS,
+    parse_header as parse_header,
+)

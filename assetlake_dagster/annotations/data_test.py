@@ -1,0 +1,105 @@
+"""``-- data_test …``: the checks a slice must pass before it is committed.
+
+Built-in kinds (``unique``, ``not_null``, ``accepted_values``, ``relationships``) or a
+custom ``<path/to/test.sql>``; ``warn`` at the end makes a failure a warning. Whether a
+``relationships`` table exists is a cross-file check (:mod:`assetlake_dagster.dag`).
+"""
+
+from typing import Optional
+
+from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, comma_items, parse_uri
+from assetlake_dagster.errors import did_you_mean
+from assetlake_dagster.spec import DataTestKind, DataTestSpec, is_identifier
+
+DATA_TEST_FORMS = {
+    DataTestKind.UNIQUE: "unique <c1[,c2]>",
+    DataTestKind.NOT_NULL: "not_null <column>",
+    DataTestKind.ACCEPTED_VALUES: "accepted_values <column> = a,b,c",
+    DataTestKind.RELATIONSHIPS: "relationships <column> -> delta://<schema>/<table>.<column>",
+}
+DATA_TEST_KINDS = tuple(k.value for k in DATA_TEST_FORMS)
+DATA_TEST_FORM = "-- data_test unique|not_null <col> | accepted_values <col> = a,b | relationships <col> -> delta://s/t.c | <path/to/test.sql> [warn]"
+
+
+def parse_data_test(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
+    """Parse a ``-- data_test`` line into ``draft.data_tests``."""
+    words = list(rest)
+    blocking = True
+    if words and words[-1].text == "warn":
+        blocking = False
+        words.pop()
+    if not words:
+        draft.error(keyword, "'-- data_test' needs a test.", f"Write '{DATA_TEST_FORM}'.")
+        return
+    head, args = words[0], words[1:]
+    location = draft.src.location(head.line, head.col)
+    test: Optional[DataTestSpec] = None
+    if head.text.endswith(".sql"):
+        if args:
+            draft.error(args[0], f"unexpected '{args[0].text}' after the test file.", "Write '-- data_test <path.sql> [warn]'.")
+            return
+        test = DataTestSpec(DataTestKind.CUSTOM, path=head.text, blocking=blocking, location=location)
+    elif head.text not in DATA_TEST_KINDS:
+        hint = did_you_mean(head.text, DATA_TEST_KINDS).strip()
+        draft.error(head, f"unknown data test '{head.text}'.", hint or f"Write '{DATA_TEST_FORM}'.")
+        return
+    else:
+        kind = DataTestKind(head.text)
+        test = _builtin_test(draft, kind, head, args, raw, blocking)
+    if test is None:
+        return
+    if any(t.name == test.name for t in draft.data_tests):
+        draft.error(head, f"data test '{test.name}' is declared twice.", "Remove the repeated line.")
+        return
+    draft.data_tests.append(test)
+
+
+def _builtin_test(
+    draft: HeaderDraft, kind: DataTestKind, head: Word, args: list[Word], raw: str, blocking: bool
+) -> Optional[DataTestSpec]:
+    form = DATA_TEST_FORMS[kind]
+    if not args:
+        draft.error(head, f"'{kind.value}' needs a column.", f"Write '-- data_test {form}'.")
+        return None
+    column_word = args[0]
+    names = column_word.text.split(",") if kind is DataTestKind.UNIQUE else [column_word.text]
+    if not all(is_identifier(n) for n in names):
+        draft.error(column_word, f"column '{column_word.text}' is not an allowed identifier.", IDENTIFIER_HINT)
+        return None
+    location = draft.src.location(column_word.line, column_word.col)
+    columns = tuple(names)
+    if kind in (DataTestKind.UNIQUE, DataTestKind.NOT_NULL):
+        if len(args) > 1:
+            draft.error(args[1], f"unexpected '{args[1].text}'.", f"Write '-- data_test {form} [warn]'.")
+            return None
+        return DataTestSpec(kind, columns, blocking=blocking, location=location)
+    if kind is DataTestKind.ACCEPTED_VALUES:
+        if len(args) < 2 or args[1].text != "=" or len(args) < 3:
+            draft.error(args[1] if len(args) > 1 else column_word, "accepted_values needs '= a,b,c'.", f"Write '-- data_test {form}'.")
+            return None
+        first = args[2]
+        text = raw[first.col - 1 : args[-1].col - 1 + len(args[-1].text)]
+        values = [_unquote(item.text) for item in comma_items(text, first)]
+        if not all(values):
+            draft.error(first, "empty value in the list.", f"Write '-- data_test {form}'.")
+            return None
+        return DataTestSpec(kind, columns, values=tuple(values), blocking=blocking, location=location)
+    # relationships <col> -> delta://s/t.c
+    if len(args) != 3 or args[1].text != "->" or "." not in args[2].text:
+        word = args[1] if len(args) > 1 else column_word
+        draft.error(word, "relationships needs '-> delta://<schema>/<table>.<column>'.", f"Write '-- data_test {form}'.")
+        return None
+    ref_text, _, ref_column = args[2].text.rpartition(".")
+    uri = parse_uri(draft, Word(ref_text, args[2].line, args[2].col), target=False)
+    if uri is None:
+        return None
+    if not is_identifier(ref_column):
+        draft.error(args[2], f"referenced column '{ref_column}' is not an allowed identifier.", IDENTIFIER_HINT)
+        return None
+    return DataTestSpec(kind, columns, ref_uri=uri, ref_column=ref_column, blocking=blocking, location=location)
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text

@@ -1,0 +1,105 @@
+"""The keyword registry and the header loop: each header line goes to its keyword's parser.
+
+A new keyword is one module with a ``parse_<keyword>(draft, keyword, rest, raw)`` function
+and one entry in :data:`LINE_PARSERS`::
+
+    -- materialize delta://analytics/orders_clean key=order_id   -> materialize.py
+    -- on delta://raw/orders                                     -> upstreams.py
+    -- $min_amount (float) = 0                                   -> arguments.py
+    -- group sales                                               -> catalog.py
+"""
+
+from typing import Callable
+
+from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
+from assetlake_dagster.annotations.catalog import (
+    parse_description,
+    parse_group,
+    parse_kinds,
+    parse_owner,
+    parse_tags,
+)
+from assetlake_dagster.annotations.data_test import parse_data_test
+from assetlake_dagster.annotations.header import Header, HeaderDraft, Word, header_length, split_words
+from assetlake_dagster.annotations.materialize import check_materialized, parse_materialize
+from assetlake_dagster.annotations.partitioned import check_not_history, parse_partitioned
+from assetlake_dagster.annotations.upstreams import parse_on
+from assetlake_dagster.errors import Diagnostic, SourceText, did_you_mean
+
+#: Parses one header line: ``(draft, keyword, rest, raw)``, where ``keyword`` is the line's
+#: first word, ``rest`` the words after it and ``raw`` the whole line as written.
+LineParser = Callable[[HeaderDraft, Word, list[Word], str], None]
+
+#: Keywords recognised now but implemented by a later feature (keyword -> the feature).
+LATER_KEYWORDS = {
+    "column": "column lineage",
+    "schedule": "schedules",
+    "automation": "declarative automation",
+}
+
+
+def _not_supported_yet(feature: str) -> LineParser:
+    def reject(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
+        hint = f"Remove the line; it arrives with {feature} support."
+        draft.error(keyword, f"{keyword.text} is not supported yet.", hint)
+
+    return reject
+
+
+def _windmill_marker(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
+    """``-- pipeline`` marks Windmill scripts; accepted so that such files load unchanged."""
+
+
+LINE_PARSERS: dict[str, LineParser] = {
+    "materialize": parse_materialize,
+    "on": parse_on,
+    "group": parse_group,
+    "owner": parse_owner,
+    "tags": parse_tags,
+    "description": parse_description,
+    "kinds": parse_kinds,
+    "pipeline": _windmill_marker,
+    "partitioned": parse_partitioned,
+    "data_test": parse_data_test,
+    **{keyword: _not_supported_yet(feature) for keyword, feature in LATER_KEYWORDS.items()},
+}
+#: Every header keyword (``$<name>`` arguments aside), for did-you-mean.
+KEYWORDS = tuple(LINE_PARSERS)
+
+
+def parse_header(src: SourceText) -> tuple[Header, list[Diagnostic]]:
+    """Parse the header of one annotated SQL file.
+
+    Parsing goes on after an error, so that one load reports every problem of the file.
+
+    Args:
+        src: the whole file (header and body).
+
+    Returns:
+        The header and every problem found in it (empty when valid).
+
+    Example:
+        >>> src = SourceText.of("f.sql", "-- materialize delta://a/b key=id\\nSELECT 1 AS id")
+        >>> header, problems = parse_header(src)
+        >>> header.materialize.strategy.value, header.materialize.key, header.body_start, problems
+        ('merge', ('id',), 2, [])
+    """
+    draft = HeaderDraft(src)
+    length = header_length(list(src.lines))
+    for number, raw in enumerate(src.lines[:length], start=1):
+        content = len(raw) - len(raw.lstrip()) + 2  # index just past '--' or '//'
+        words = split_words(raw, content, number)
+        if not words:
+            continue  # a bare '--' line
+        keyword, rest = words[0], words[1:]
+        if keyword.text.startswith(ARGUMENT_PREFIX):
+            parse_argument(draft, keyword, rest, raw)
+        elif keyword.text in LINE_PARSERS:
+            LINE_PARSERS[keyword.text](draft, keyword, rest, raw)
+        else:
+            hint = did_you_mean(keyword.text, KEYWORDS).strip()
+            hint = hint or "Separate free comments from the header with a blank line."
+            draft.error(keyword, f"unknown annotation '{keyword.text}'.", hint)
+    check_materialized(draft)
+    check_not_history(draft)
+    return draft.header(body_start=length + 1), draft.diagnostics

@@ -1,0 +1,196 @@
+"""``-- materialize [manual|scd2] delta://<schema>/<table> [options]``: the target and its strategy.
+
+Options: ``append``, ``key=<c1,c2>`` (merge), ``history`` with ``track=`` and
+``deletes=close`` (SCD2). One line per file; a file without one is an error.
+"""
+
+from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, option_name, parse_uri
+from assetlake_dagster.errors import did_you_mean
+from assetlake_dagster.spec import MaterializeSpec, WriteStrategy, is_identifier
+
+MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
+HISTORY_FORM = "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close]"
+#: Options of the materialize line, for did-you-mean.
+MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=")
+#: Options that only mean something with ``history``.
+HISTORY_OPTIONS = ("track=", "deletes=")
+#: Options recognised now but implemented by a later feature (option -> the feature).
+LATER_OPTIONS: dict[str, str] = {}
+
+
+def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
+    """Parse a ``-- materialize`` line into ``draft.materialize`` (and its key/track columns)."""
+    if draft.materialize_line is not None:
+        draft.error(
+            keyword,
+            "more than one '-- materialize' annotation.",
+            f"The first is on line {draft.materialize_line}; a file produces exactly one table.",
+        )
+        return
+    draft.materialize_line = keyword.line
+    words = list(rest)
+    if words and words[0].text in ("manual", "scd2"):
+        lead = words.pop(0)
+        if lead.text == "manual":
+            draft.manual = True
+        else:
+            draft.history = lead
+        if words and words[0].text in ("manual", "scd2"):
+            other = words.pop(0)
+            draft.error(
+                other,
+                f"'{lead.text}' cannot be combined with '{other.text}'.",
+                "Keep one of them before the table URI.",
+            )
+            draft.manual = True
+    if not words:
+        draft.error(keyword, "'-- materialize' needs a table URI.", f"Write '{MATERIALIZE_FORM}'.")
+        return
+    uri = parse_uri(draft, words[0], target=True)
+    options: dict[str, Word] = {}
+    for word in words[1:]:
+        name = option_name(word.text)
+        if name in options:
+            draft.error(word, f"option '{name}' is given twice.", f"Keep one '{name}'.")
+            continue
+        options[name] = word
+        if name == "key=":
+            draft.key_columns = _columns(draft, word, "key")
+        elif name == "history":
+            if draft.history is not None:
+                draft.error(word, f"'history' repeats '{draft.history.text}'.", "Keep one of them.")
+            else:
+                draft.history = word
+        elif name == "track=":
+            draft.track_columns = _columns(draft, word, "track")
+        elif name == "deletes=":
+            value = word.text[len("deletes=") :]
+            if value != "close":
+                draft.error(
+                    word,
+                    f"unknown deletes= value '{value}'.",
+                    "Write 'deletes=close' to close absent keys; without it they stay current.",
+                )
+        elif name in LATER_OPTIONS:
+            _later_option(draft, word, name)
+        elif name == "manual":
+            draft.error(
+                word,
+                "'manual' must come before the table URI.",
+                "Write '-- materialize manual delta://<schema>/<table>'.",
+            )
+        elif name != "append":
+            hint = did_you_mean(name, MATERIALIZE_OPTIONS).strip()
+            draft.error(
+                word, f"unknown option '{word.text}'.", hint or "Options are 'append' and 'key=<c1,c2>'."
+            )
+    history_problem = _check_history(draft, keyword, options)
+    if draft.manual:
+        for name in ("append", "key=", "history", *HISTORY_OPTIONS):
+            if name in options:
+                draft.error(
+                    options[name],
+                    f"'manual' cannot be combined with '{name}'.",
+                    f"A manual script writes its own table; remove '{options[name].text}' or 'manual'.",
+                )
+    if uri is None:
+        return
+    track: tuple[str, ...] = ()
+    if draft.manual:
+        strategy, key = WriteStrategy.MANUAL, ()
+    elif draft.history is not None and not history_problem:
+        strategy, key = WriteStrategy.HISTORY, tuple(w.text for w in draft.key_columns)
+        track = tuple(w.text for w in draft.track_columns)
+    elif "append" in options:  # append wins over key= (Windmill semantics)
+        strategy, key = WriteStrategy.APPEND, ()
+    elif "key=" in options:
+        strategy, key = WriteStrategy.MERGE, tuple(w.text for w in draft.key_columns)
+    else:
+        strategy, key = WriteStrategy.REPLACE, ()
+    if strategy not in (WriteStrategy.MERGE, WriteStrategy.HISTORY):
+        draft.key_columns = ()
+    if strategy is not WriteStrategy.HISTORY:
+        draft.track_columns = ()
+    location = draft.src.location(words[0].line, words[0].col)
+    draft.materialize = MaterializeSpec(
+        uri,
+        strategy,
+        key,
+        track=track,
+        close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options,
+        location=location,
+    )
+
+def check_materialized(draft: HeaderDraft) -> None:
+    """A file without a materialize line produces no table: report it at the top of the file."""
+    if draft.materialize_line is None:
+        hint = f"Add '{MATERIALIZE_FORM}' at the top of the file."
+        draft.error(Word("", 1, 1), "no '-- materialize' annotation.", hint)
+
+
+def _check_history(draft: HeaderDraft, keyword: Word, options: dict[str, Word]) -> bool:
+    """The SCD2 option rules; whether any was broken."""
+    before = len(draft.diagnostics)
+    history = draft.history
+    if history is None:
+        for name in HISTORY_OPTIONS:
+            if name in options:
+                draft.error(
+                    options[name],
+                    f"'{name}' needs 'history'.",
+                    f"It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove "
+                    f"'{options[name].text}'.",
+                )
+        return len(draft.diagnostics) > before
+    if draft.manual:
+        return True  # reported with the other 'manual' conflicts
+    if "key=" not in options:
+        draft.error(
+            history,
+            f"'{history.text}' needs 'key=<c1,c2>'.",
+            "The key identifies an entity across its versions; add e.g. 'key=id'.",
+        )
+    if "append" in options:
+        draft.error(
+            options["append"],
+            f"'{history.text}' cannot be combined with 'append'.",
+            f"History keeps versions itself; remove 'append' or '{history.text}'.",
+        )
+    keys = {w.text.lower() for w in draft.key_columns}
+    for column in draft.track_columns:
+        if column.text.lower() in keys:
+            draft.error(
+                column,
+                f"track column '{column.text}' is a key column.",
+                "The key identifies the entity and never changes; track only non-key columns.",
+            )
+    return len(draft.diagnostics) > before
+
+
+def _columns(draft: HeaderDraft, word: Word, option: str) -> tuple[Word, ...]:
+    prefix = f"{option}="
+    columns, seen, col = [], set(), word.col + len(prefix)
+    names = word.text[len(prefix) :].split(",")
+    if not all(names):
+        hint = f"Write '{option}=<c1,c2>' without spaces."
+        draft.error(word, f"'{word.text}' has an empty column name.", hint)
+        return ()
+    for name in names:
+        column = Word(name, word.line, col)
+        col += len(name) + 1
+        if not is_identifier(name):
+            draft.error(column, f"{option} column '{name}' is not an allowed identifier.", IDENTIFIER_HINT)
+        elif name.lower() in seen:
+            draft.error(column, f"{option} column '{name}' is listed twice.", "Remove the repeated column.")
+        else:
+            seen.add(name.lower())
+            columns.append(column)
+    return tuple(columns)
+
+
+def _later_option(draft: HeaderDraft, word: Word, name: str) -> None:
+    draft.error(
+        word,
+        f"{name} is not supported yet.",
+        f"Remove '{word.text}'; it arrives with {LATER_OPTIONS[name]} support.",
+    )

@@ -1,0 +1,187 @@
+"""``-- partitioned daily|hourly|weekly|monthly|static|dynamic …``: how the table is sliced.
+
+Time windows take ``start=`` (and ``end=``, ``tz=``); static partitions list their keys;
+dynamic ones name their Dagster set. Any kind may end in ``batch=<n>``: how many partitions
+one backfill run writes in one commit.
+"""
+
+import datetime as dt
+from typing import Any, Optional
+
+from assetlake_dagster.annotations.header import HeaderDraft, Word, comma_items, option_name
+from assetlake_dagster.errors import did_you_mean
+from assetlake_dagster.spec import (
+    DEFAULT_BACKFILL_BATCH,
+    PartitionKind,
+    PartitionSpec,
+    is_identifier,
+    parse_partition_datetime,
+)
+
+PARTITIONED_FORM = (
+    "-- partitioned daily|hourly|weekly|monthly start=<YYYY-MM-DD> [end=…] [tz=…] [batch=<n>], "
+    "'-- partitioned static a,b,c' or '-- partitioned dynamic <name>'"
+)
+#: Options of each kind of ``-- partitioned`` line.
+TIME_WINDOW_OPTIONS = ("start=", "end=", "tz=", "batch=")
+#: Largest ``batch=``: one run and one commit write at most this many partitions.
+MAX_BACKFILL_BATCH = 1000
+
+
+def parse_partitioned(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
+    """Parse a ``-- partitioned`` line into ``draft.partitions``."""
+    if draft.partitioned is not None:
+        draft.error(
+            keyword,
+            f"partitions are already declared on line {draft.partitioned.line}.",
+            "A table has one partitioning; keep one '-- partitioned' line.",
+        )
+        return
+    draft.partitioned = keyword
+    if not rest:
+        draft.error(keyword, "'-- partitioned' needs a kind.", f"Write '{PARTITIONED_FORM}'.")
+        return
+    kind_word = rest[0]
+    try:
+        kind = PartitionKind(kind_word.text)
+    except ValueError:
+        hint = did_you_mean(kind_word.text, [k.value for k in PartitionKind]).strip()
+        kinds = ", ".join(k.value for k in PartitionKind)
+        draft.error(kind_word, f"unknown partition kind '{kind_word.text}'.", hint or f"Kinds are: {kinds}.")
+        return
+    location = draft.src.location(keyword.line, keyword.col)
+    words = rest[1:]
+    batch = DEFAULT_BACKFILL_BATCH
+    if words and words[-1].text.startswith("batch="):
+        batch_word = words.pop()
+        parsed = _batch(draft, batch_word)
+        if parsed is None:
+            return
+        batch = parsed
+    if kind is PartitionKind.STATIC:
+        values = _static_values(draft, kind_word, raw, words)
+        if values:
+            draft.partitions = PartitionSpec(kind, values=values, batch_size=batch, location=location)
+    elif kind is PartitionKind.DYNAMIC:
+        if len(words) != 1 or not is_identifier(words[0].text):
+            word = words[1] if len(words) > 1 else (words[0] if words else kind_word)
+            draft.error(
+                word,
+                "'partitioned dynamic' needs one name.",
+                "Write '-- partitioned dynamic <name>' with letters, digits and '_'.",
+            )
+            return
+        draft.partitions = PartitionSpec(kind, name=words[0].text, batch_size=batch, location=location)
+    else:
+        _time_window(draft, keyword, kind, words, batch, location)
+
+def check_not_history(draft: HeaderDraft) -> None:
+    """SCD2 history rewrites the whole table, so it has no partitions to write one by one."""
+    if draft.history is not None and draft.partitioned is not None:
+        line = draft.src.line(draft.partitioned.line).strip()
+        draft.error(
+            draft.partitioned,
+            f"'{draft.history.text}' cannot be combined with 'partitioned'.",
+            f"SCD2 history is whole-table only; remove '{line}' or drop '{draft.history.text}'.",
+        )
+
+
+def _batch(draft: HeaderDraft, word: Word) -> Optional[int]:
+    text = word.text[len("batch=") :]
+    if not text.isdigit() or not 1 <= int(text) <= MAX_BACKFILL_BATCH:
+        draft.error(
+            word,
+            f"batch= must be a whole number from 1 to {MAX_BACKFILL_BATCH}, got '{text}'.",
+            f"It is how many partitions one backfill run writes in one commit (default {DEFAULT_BACKFILL_BATCH}).",
+        )
+        return None
+    return int(text)
+
+
+def _static_values(draft: HeaderDraft, kind_word: Word, raw: str, words: list[Word]) -> tuple[str, ...]:
+    if not words:
+        draft.error(kind_word, "'partitioned static' needs partition keys.", "Write '-- partitioned static a,b,c'.")
+        return ()
+    first = words[0]
+    text = raw[first.col - 1 : words[-1].col - 1 + len(words[-1].text)]
+    values: list[str] = []
+    for item in comma_items(text, first):
+        if not item.text:
+            draft.error(item, "empty partition key in the list.", "Write '-- partitioned static a,b,c'.", span=1)
+        elif "..." in item.text or "|" in item.text or "[" in item.text or "]" in item.text:
+            draft.error(
+                item,
+                f"partition key '{item.text}' contains '...', '|', '[' or ']'.",
+                "Dagster reserves them (ranges and multi-partition keys); choose another key.",
+            )
+        elif item.text in values:
+            draft.error(item, f"partition key '{item.text}' is listed twice.", "Remove the repeated key.")
+        else:
+            values.append(item.text)
+    return tuple(values) if len(values) == len(comma_items(text, first)) else ()
+
+
+def _time_window(
+    draft: HeaderDraft, keyword: Word, kind: PartitionKind, words: list[Word], batch: int, location: Any
+) -> None:
+    options: dict[str, Word] = {}
+    for word in words:
+        name = option_name(word.text)
+        if name not in TIME_WINDOW_OPTIONS:
+            hint = did_you_mean(name, TIME_WINDOW_OPTIONS).strip()
+            draft.error(word, f"unknown option '{word.text}'.", hint or f"Write '{PARTITIONED_FORM}'.")
+            return
+        if name in options or name == "batch=":
+            draft.error(word, f"option '{name}' is given twice or out of place.", "Put each option once; 'batch=' last.")
+            return
+        options[name] = word
+    if "start=" not in options:
+        draft.error(
+            keyword,
+            f"'partitioned {kind.value}' needs start=.",
+            "Add the first partition's date, e.g. 'start=2024-01-01'.",
+            span=len("partitioned"),
+        )
+        return
+    start = _datetime_option(draft, options["start="])
+    end = _datetime_option(draft, options["end="]) if "end=" in options else None
+    tz = options["tz="].text[len("tz=") :] if "tz=" in options else None
+    if tz is not None and not _is_timezone(tz):
+        draft.error(options["tz="], f"unknown time zone '{tz}'.", "Use an IANA name, e.g. 'tz=Europe/Berlin' or 'tz=UTC'.")
+        return
+    if start is None or ("end=" in options and end is None):
+        return
+    if end is not None and end <= start:
+        draft.error(options["end="], "end= must be after start=.", "end= is exclusive: the first instant not covered.")
+        return
+    draft.partitions = PartitionSpec(
+        kind,
+        start=options["start="].text[len("start=") :],
+        end=options["end="].text[len("end=") :] if end is not None else None,
+        timezone=tz,
+        batch_size=batch,
+        location=location,
+    )
+
+
+def _datetime_option(draft: HeaderDraft, word: Word) -> Optional[dt.datetime]:
+    name, _, text = word.text.partition("=")
+    try:
+        return parse_partition_datetime(text)
+    except ValueError:
+        draft.error(
+            word,
+            f"{name}= '{text}' is not a date.",
+            f"Write {name}=YYYY-MM-DD, or {name}=YYYY-MM-DDTHH:MM for an hour.",
+        )
+        return None
+
+
+def _is_timezone(name: str) -> bool:
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
