@@ -27,13 +27,11 @@ from assetlake_dagster.data_tests import (
     audit_failure,
     blocking_failures,
     check_specs,
-    committed_scope,
     evaluate_run,
     refuse_run_retries,
     restore_run_retries,
-    staged_scope,
 )
-from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget
+from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.writes.commit import current_version
 
 SPARK_RESOURCE_KEY = "spark"
@@ -127,7 +125,8 @@ def _run_sql_asset(
     partitions = [s.key for s in slices]
     if asset_spec.key not in context.selected_asset_keys:
         # Checks run on their own: test the committed table, write nothing.
-        scope, scope_text = committed_scope(spark, lake, spec, partitions)
+        write = strategy_for(spec.materialize.strategy)
+        scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, partitions))
         if scope is None:
             raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
         outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
@@ -143,7 +142,7 @@ def _run_sql_asset(
         # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
         df = local_checkpoint(df)
         target = _audit_target(spec, lake, partitions)
-        scope, scope_text = staged_scope(spark, df, target)
+        scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
         outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
         for outcome in outcomes:
             if not outcome.passed:
@@ -217,17 +216,9 @@ def _selected_tests(context: dg.AssetExecutionContext, spec: SqlAssetSpec, key: 
 
 
 def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:
-    """The write the IO manager is about to make (for the staged scope; never written)."""
-    return WriteTarget(
-        uri=spec.uri,
-        path=lake.table_path(spec.uri),
-        strategy=spec.materialize.strategy,
-        stamp=CommitStamp(run_id="audit", asset=f"{spec.uri.schema}/{spec.uri.table}"),
-        key=spec.materialize.key,
-        track=spec.materialize.track,
-        close_deletes=spec.materialize.close_deletes,
-        partitions=tuple(partitions),
-    )
+    """The write the IO manager is about to make (for the tests' scopes; never written)."""
+    stamp = CommitStamp(run_id="audit", asset=f"{spec.uri.schema}/{spec.uri.table}")
+    return WriteTarget.from_spec(spec.materialize, lake.table_path(spec.uri), stamp, partitions)
 
 
 def _run_manual(

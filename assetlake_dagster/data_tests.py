@@ -7,8 +7,9 @@ Every test is a query for *failing rows* over a scope DataFrame:
 * for a check run on its own, the **committed** scope: the table as it is.
 
 Scope: the slice just written for a partitioned table, the current rows for SCD2 history,
-the whole table otherwise. Values (accepted values, partition keys, arguments) are bound
-or compared through Column expressions, never spliced into SQL text.
+the whole table otherwise; each write strategy computes both scopes (``staged_scope`` and
+``committed_scope`` of its class in ``writes/``). Values (accepted values, partition keys,
+arguments) are bound or compared through Column expressions, never spliced into SQL text.
 
 The checks of a partitioned asset are partitioned too: each evaluation records the
 partition it tested, and a backfill batch (several partitions, one run) records one
@@ -28,9 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from assetlake_dagster.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.lake import Lake
-from assetlake_dagster.spec import HISTORY_COLUMNS, IS_CURRENT, THIS_MARKER, DataTestKind, DataTestSpec, SqlAssetSpec, WriteStrategy
-from assetlake_dagster.writes.commit import WriteTarget
-from assetlake_dagster.writes.merge import merge_key
+from assetlake_dagster.spec import THIS_MARKER, DataTestKind, DataTestSpec, SqlAssetSpec
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 
 #: How many failing values a result shows.
@@ -152,48 +151,6 @@ def check_specs(
             )
             for test in spec.data_tests
         ]
-
-
-def staged_scope(spark: SparkSession, rows: DataFrame, target: WriteTarget) -> tuple[DataFrame, str]:
-    """What the scope will hold once ``rows`` are written to ``target``; nothing is written.
-
-    replace: the rows. merge: the current rows whose key is not in ``rows``, plus ``rows``.
-    append: the current rows plus ``rows``. history: the new current rows (with
-    ``deletes=close`` the snapshot; otherwise also current keys absent from it).
-    Partitioned tables: only the slice's partitions.
-    """
-    slice_text = f"staged {'slice ' + describe_slice(target.partitions) if target.partitioned else 'table'}"
-    if target.strategy is WriteStrategy.REPLACE or not is_delta_table(spark, target.path):
-        return rows, slice_text
-    current = read(spark, target.path)
-    if target.partitioned:
-        current = current.where(partition_predicate(target.partitions))
-    if target.strategy is WriteStrategy.APPEND:
-        return current.unionByName(rows, allowMissingColumns=True), slice_text
-    if target.strategy is WriteStrategy.MERGE:
-        kept = current.join(rows.select(*merge_key(target)), on=list(merge_key(target)), how="left_anti")
-        return kept.unionByName(rows, allowMissingColumns=True), slice_text
-    # history: the tests see the data columns of the rows that will be current.
-    if target.close_deletes:
-        return rows, "staged current rows"
-    live = current.where(current[IS_CURRENT]).drop(*HISTORY_COLUMNS)
-    kept = live.join(rows.select(*target.key), on=list(target.key), how="left_anti")
-    return kept.unionByName(rows, allowMissingColumns=True), "staged current rows"
-
-
-def committed_scope(
-    spark: SparkSession, lake: Lake, spec: SqlAssetSpec, partitions: Sequence[str]
-) -> tuple[Optional[DataFrame], str]:
-    """The table as committed, in the test's scope (``None`` when there is no table yet)."""
-    path = lake.table_path(spec.uri)
-    if not is_delta_table(spark, path):
-        return None, "no table yet"
-    table = read(spark, path)
-    if partitions:
-        return table.where(partition_predicate(partitions)), f"committed slice {describe_slice(partitions)}"
-    if spec.materialize.strategy is WriteStrategy.HISTORY:
-        return table.where(table[IS_CURRENT]).drop(*HISTORY_COLUMNS), "committed current rows"
-    return table, "committed table"
 
 
 def run_test(

@@ -27,7 +27,7 @@ from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
 
@@ -63,15 +63,18 @@ def managed_write(
         {'assetlake/write': {'strategy': 'history', 'key': ['id'], 'track': ['tier'], 'deletes': 'close'}}
     """
     kind = WriteStrategy(strategy)
-    keyed = (WriteStrategy.MERGE, WriteStrategy.HISTORY)
     if kind is WriteStrategy.MANUAL:
         raise ValueError("'manual' is for SQL files that write themselves; return nothing instead")
-    if kind in keyed and not key:
+    # Which options a strategy takes is the strategy class's to say (writes/<name>.py).
+    write = strategy_for(kind)
+    if write.needs_key and not key:
         raise ValueError(f"{kind.value} needs key=[...] columns")
-    if kind not in keyed and key:
-        raise ValueError(f"key= only applies to merge and history, not {kind.value}")
-    if kind is not WriteStrategy.HISTORY and (track or deletes is not None):
-        raise ValueError(f"track= and deletes= only apply to history, not {kind.value}")
+    if key and not write.needs_key:
+        keyed = " and ".join(s.value for s, w in STRATEGIES.items() if w.needs_key)
+        raise ValueError(f"key= only applies to {keyed}, not {kind.value}")
+    if (track or deletes is not None) and not write.history_options:
+        scd2 = " and ".join(s.value for s, w in STRATEGIES.items() if w.history_options)
+        raise ValueError(f"track= and deletes= only apply to {scd2}, not {kind.value}")
     if deletes not in (None, "close"):
         raise ValueError(f"deletes={deletes!r}: the only value is 'close' (default: None, soft delete)")
     overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
@@ -168,9 +171,10 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         if context.has_asset_partitions and not partitions:
             # Fail closed: a partitioned write without keys must never become a whole-table one.
             raise ConfigError(f"{uri}: the run names no partition keys; nothing was written.")
-        if partitions and strategy is WriteStrategy.HISTORY:
+        if partitions and strategy_for(strategy).whole_table_only:
+            others = "/".join(s.value for s, w in STRATEGIES.items() if not w.whole_table_only)
             raise ConfigError(
-                f"{uri}: SCD2 history is whole-table only; remove the partitions or use replace/merge/append."
+                f"{uri}: {strategy_for(strategy).title} is whole-table only; remove the partitions or use {others}."
             )
         target = WriteTarget(
             uri=uri,

@@ -21,11 +21,13 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
     uri = spec.uri
     path = lake.table_path(uri)
     strategy = spec.materialize.strategy
+    # `manual` has no write class: its statements write the table themselves.
+    write = None if strategy is WriteStrategy.MANUAL else strategy_for(strategy)
     lines = [
         f"asset       {uri.schema}/{uri.table} ({uri})",
         f"file        {display_path(spec.path)}",
         f"table path  {path}",
-        f"strategy    {_describe_strategy(spec)}",
+        f"strategy    {write.describe(spec.materialize) if write else strategy.value}",
         "upstreams   " + (", ".join(str(u.uri) for u in spec.upstreams) or "none"),
     ]
     if spec.partitions is not None:
@@ -47,23 +49,22 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
         lines += ["", f"{title} (line {spec.select.line}), parameters bound as markers, never spliced:",
                   textwrap.indent(spec.select.sql, "  ")]
     lines.append("")
-    if strategy is WriteStrategy.MANUAL:
+    if write is None:
         lines.append("Delta operation: none managed; the statements write the table themselves.")
     else:
-        target = WriteTarget(
-            uri=uri, path=path, strategy=strategy,
-            stamp=CommitStamp(run_id="<run id>", asset=f"{uri.schema}/{uri.table}"),
-            key=spec.materialize.key,
-            track=spec.materialize.track,
-            close_deletes=spec.materialize.close_deletes,
+        target = WriteTarget.from_spec(
+            spec.materialize,
+            path,
+            CommitStamp(run_id="<run id>", asset=f"{uri.schema}/{uri.table}"),
             partitions=(partition,) if partition is not None else (),
         )
-        plan = strategy_for(strategy).plan(target, spec.output_columns)
+        plan = write.plan(target, spec.output_columns)
         lines += [f"Delta operation: {plan.operation}", textwrap.indent(plan.statement, "  ")]
         if plan.predicate:
             lines.append(f"predicate: {plan.predicate}")
     if spec.data_tests:
-        scope = "the slice" if spec.partitions else ("the current rows" if strategy is WriteStrategy.HISTORY else "the table")
+        partitioned = spec.partitions is not None
+        scope = write.test_scope(partitioned) if write else ("the slice" if partitioned else "the table")
         lines += ["", f"data tests (asset checks, run on {scope} as staged, before the commit):"]
         lines += [f"  {t.name}: {t.description}" + ("" if t.blocking else " [warn]") for t in spec.data_tests]
     lines.append("(plan only: nothing was run or written)")
@@ -89,13 +90,3 @@ def _example_partition(spec: SqlAssetSpec) -> str:
         return "<partition key>"
     return partitions_definition(p).get_first_partition_key() or p.start
 
-
-def _describe_strategy(spec: SqlAssetSpec) -> str:
-    strategy = spec.materialize.strategy
-    if strategy is WriteStrategy.MERGE:
-        return f"merge on key ({', '.join(spec.materialize.key)})"
-    if strategy is WriteStrategy.HISTORY:
-        track = ", ".join(spec.materialize.track) or "every non-key column"
-        deletes = "close" if spec.materialize.close_deletes else "soft (absent keys stay current)"
-        return f"history on key ({', '.join(spec.materialize.key)}), track {track}, deletes {deletes}"
-    return strategy.value

@@ -11,7 +11,7 @@ from typing import Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from assetlake_dagster.spec import WriteStrategy
+from assetlake_dagster.spec import PARTITION_COLUMN, WriteStrategy
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
@@ -19,8 +19,9 @@ from assetlake_dagster.writes.base import (
     check_rows_in_slice,
     check_schema_compatible,
     delta_columns,
+    slice_rows,
+    staged_scope_text,
 )
-from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
@@ -74,3 +75,10 @@ class AppendWrite(WriteStrategyBase):
         if before is not None and result.version is not None and result.version <= before:
             return replace(result, committed=False)
         return result
+
+    def staged_scope(self, spark: SparkSession, rows: DataFrame, target: WriteTarget) -> tuple[DataFrame, str]:
+        """The current rows (of the slice) plus ``rows``."""
+        current = slice_rows(spark, target)
+        if current is None:
+            return super().staged_scope(spark, rows, target)
+        return current.unionByName(rows, allowMissingColumns=True), staged_scope_text(target)

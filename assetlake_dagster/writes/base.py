@@ -1,4 +1,11 @@
-"""The strategy interface and the column checks every strategy runs before writing."""
+"""The strategy interface and the column checks every strategy runs before writing.
+
+A strategy class owns everything that differs between strategies: its options (class
+attributes the IO manager and ``managed_write`` consult), its plan and write, the rows a
+data test sees before the commit (staged scope) and after it (committed scope), and its
+one-line description for ``assetlake plan``. The defaults here are replace's: the new rows
+are the scope, and a partitioned table is scoped to the slice.
+"""
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -9,8 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.errors import WriteError
-from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.spec import RESERVED_COLUMNS, WriteStrategy, is_identifier
+from assetlake_dagster.spec import PARTITION_COLUMN, RESERVED_COLUMNS, MaterializeSpec, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 
@@ -31,9 +37,34 @@ class WritePlan:
 
 
 class WriteStrategyBase(ABC):
-    """One way of reconciling a slice with its Delta table, in exactly one commit."""
+    """One way of reconciling a slice with its Delta table, in exactly one commit.
+
+    A new strategy subclasses this in its own ``writes/<name>.py``, sets ``strategy`` and
+    the options it takes, implements :meth:`plan` and :meth:`write`, overrides the scopes
+    when its data tests see more than the new rows, and is registered in
+    ``writes/__init__.py``.
+
+    Attributes:
+        strategy: the ``WriteStrategy`` value it implements.
+        needs_key: requires ``key=`` columns (and only such strategies accept them).
+        history_options: accepts ``track=`` and ``deletes=`` (SCD2 options).
+        whole_table_only: cannot write a partitioned table.
+
+    Example:
+        >>> class OverwriteIfEmpty(ReplaceWrite):  # doctest: +SKIP
+        ...     strategy = WriteStrategy.OVERWRITE_IF_EMPTY
+        ...     def write(self, spark, df, target): ...
+    """
 
     strategy: WriteStrategy
+    needs_key: bool = False
+    history_options: bool = False
+    whole_table_only: bool = False
+
+    @property
+    def title(self) -> str:
+        """The strategy's name in messages (``SCD2 history`` for history)."""
+        return self.strategy.value
 
     @abstractmethod
     def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
@@ -42,6 +73,47 @@ class WriteStrategyBase(ABC):
     @abstractmethod
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         """Write ``df`` as the slice; one Delta commit, or none when nothing changes."""
+
+    def describe(self, spec: MaterializeSpec) -> str:
+        """The strategy line of ``assetlake plan`` (its options included).
+
+        Example:
+            >>> strategy_for(WriteStrategy.APPEND).describe(spec.materialize)  # doctest: +SKIP
+            'append'
+        """
+        return self.strategy.value
+
+    def test_scope(self, partitioned: bool) -> str:
+        """What the data tests run on, in words, for ``assetlake plan``."""
+        return "the slice" if partitioned else "the table"
+
+    def staged_scope(self, spark: SparkSession, rows: DataFrame, target: WriteTarget) -> tuple[DataFrame, str]:
+        """What the scope will hold once ``rows`` are written to ``target``; nothing is written.
+
+        The default (replace, and any strategy before its table exists): the rows. A
+        partitioned table's scope is the slice's partitions only.
+
+        Returns:
+            The rows and the scope in words (``staged table``, ``staged slice d1...d3``).
+        """
+        return rows, staged_scope_text(target)
+
+    def committed_scope(self, spark: SparkSession, target: WriteTarget) -> tuple[Optional[DataFrame], str]:
+        """The table as committed, in the tests' scope (``None`` when there is no table yet).
+
+        The default: the slice's partitions of a partitioned table, else the whole table.
+
+        Example:
+            >>> scope, text = strategy_for(WriteStrategy.REPLACE).committed_scope(spark, target)  # doctest: +SKIP
+            >>> text  # doctest: +SKIP
+            'committed slice 2024-01-01'
+        """
+        if not is_delta_table(spark, target.path):
+            return None, "no table yet"
+        table = read(spark, target.path)
+        if target.partitioned:
+            return table.where(partition_predicate(target.partitions)), f"committed slice {describe_slice(target.partitions)}"
+        return table, "committed table"
 
     def fail(self, target: WriteTarget, problem: str, **kwargs: Any) -> WriteError:
         return WriteError(
@@ -135,3 +207,17 @@ def delta_columns(spark: SparkSession, path: str) -> Optional[list[str]]:
     if not is_delta_table(spark, path):
         return None
     return read(spark, path).columns
+
+
+def staged_scope_text(target: WriteTarget) -> str:
+    """``staged table``, or ``staged slice <keys>`` for a partitioned write."""
+    return f"staged {'slice ' + describe_slice(target.partitions) if target.partitioned else 'table'}"
+
+
+def slice_rows(spark: SparkSession, target: WriteTarget) -> Optional[DataFrame]:
+    """The table's current rows in the write's scope (the slice, if partitioned), or
+    ``None`` when there is no table yet."""
+    if not is_delta_table(spark, target.path):
+        return None
+    current = read(spark, target.path)
+    return current.where(partition_predicate(target.partitions)) if target.partitioned else current

@@ -9,7 +9,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from assetlake_dagster.delta_sql import history, is_delta_table, session_conf
 from assetlake_dagster.spark_session import is_connect_session
-from assetlake_dagster.spec import TableUri, WriteStrategy
+from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
 
 try:
     import fcntl
@@ -123,6 +123,28 @@ class WriteTarget:
     track: tuple[str, ...] = ()
     close_deletes: bool = False
     partitions: tuple[str, ...] = ()
+
+    @classmethod
+    def from_spec(
+        cls, spec: MaterializeSpec, path: str, stamp: CommitStamp, partitions: Sequence[str] = ()
+    ) -> "WriteTarget":
+        """The write a ``MaterializeSpec`` asks for, at ``path`` under ``stamp``.
+
+        Example:
+            >>> spec = MaterializeSpec(TableUri("s", "t"), WriteStrategy.MERGE, key=("id",))
+            >>> WriteTarget.from_spec(spec, "/lake/s/t", CommitStamp("r1", "s/t")).key
+            ('id',)
+        """
+        return cls(
+            uri=spec.uri,
+            path=path,
+            strategy=spec.strategy,
+            stamp=stamp,
+            key=spec.key,
+            track=spec.track,
+            close_deletes=spec.close_deletes,
+            partitions=tuple(partitions),
+        )
 
     @property
     def asset(self) -> str:

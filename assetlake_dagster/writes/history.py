@@ -28,8 +28,22 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spec import HISTORY_COLUMNS, IS_CURRENT, VALID_FROM, VALID_TO, WriteStrategy, quote_identifier
-from assetlake_dagster.writes.base import WritePlan, WriteStrategyBase, check_columns, delta_columns
+from assetlake_dagster.spec import (
+    HISTORY_COLUMNS,
+    IS_CURRENT,
+    VALID_FROM,
+    VALID_TO,
+    MaterializeSpec,
+    WriteStrategy,
+    quote_identifier,
+)
+from assetlake_dagster.writes.base import (
+    WritePlan,
+    WriteStrategyBase,
+    check_columns,
+    delta_columns,
+    slice_rows,
+)
 from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
@@ -38,7 +52,7 @@ from assetlake_dagster.writes.commit import (
     stamped_session,
     table_lock,
 )
-from assetlake_dagster.writes.merge import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys
+from assetlake_dagster.writes.sql import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys, key_condition
 
 #: The parameter marker every timestamp of the run is bound to.
 RUN_TS_PARAM = "run_ts"
@@ -108,7 +122,7 @@ def history_merge_statement(
     current = f"{t}.{q(IS_CURRENT)}"
     merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
     data = ", ".join(f"{s}.{q(c)}" for c in columns)
-    on_key = " AND ".join(f"{t}.{q(k)} = {s}.{q(k)}" for k in key)
+    on_key = key_condition(key)
     matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
     lines = [
         f"MERGE INTO {table} AS {t}",
@@ -149,7 +163,7 @@ def change_counts_query(
           0 AS closed
     """
     t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
-    on = " AND ".join(f"{t}.{q(k)} = {s}.{q(k)}" for k in key) + f" AND {t}.{q(IS_CURRENT)}"
+    on = key_condition(key) + f" AND {t}.{q(IS_CURRENT)}"
     changed, opened, closed = "0", "", "0"
     if track:
         where = change_condition(track)
@@ -176,9 +190,41 @@ class HistoryWrite(WriteStrategyBase):
     """
 
     strategy = WriteStrategy.HISTORY
+    title = "SCD2 history"
+    needs_key = True
+    history_options = True
+    # Versions are per key across the whole table; a slice cannot close another's rows.
+    whole_table_only = True
 
     def __init__(self, clock: Callable[[], dt.datetime] = utc_now):
         self.clock = clock
+
+    def describe(self, spec: MaterializeSpec) -> str:
+        track = ", ".join(spec.track) or "every non-key column"
+        deletes = "close" if spec.close_deletes else "soft (absent keys stay current)"
+        return f"history on key ({', '.join(spec.key)}), track {track}, deletes {deletes}"
+
+    def test_scope(self, partitioned: bool) -> str:
+        return "the slice" if partitioned else "the current rows"
+
+    def staged_scope(self, spark: SparkSession, rows: DataFrame, target: WriteTarget) -> tuple[DataFrame, str]:
+        """The data columns of the rows that will be current: with ``deletes=close`` the
+        snapshot, otherwise also the current keys absent from it."""
+        current = slice_rows(spark, target)
+        if current is None:
+            return super().staged_scope(spark, rows, target)
+        if target.close_deletes:
+            return rows, "staged current rows"
+        live = current_rows(current)
+        kept = live.join(rows.select(*target.key), on=list(target.key), how="left_anti")
+        return kept.unionByName(rows, allowMissingColumns=True), "staged current rows"
+
+    def committed_scope(self, spark: SparkSession, target: WriteTarget) -> tuple[Optional[DataFrame], str]:
+        """The current rows' data columns (the slice, if ever asked for a partitioned one)."""
+        table, text = super().committed_scope(spark, target)
+        if table is None or target.partitioned:
+            return table, text
+        return current_rows(table), "committed current rows"
 
     def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
         key = list(target.key)
@@ -357,6 +403,11 @@ class HistoryWrite(WriteStrategyBase):
             "again, or write to a new table. Nothing was written.",
             allow_retries=False,
         )
+
+
+def current_rows(table: DataFrame) -> DataFrame:
+    """The current version of each key, without the managed validity columns."""
+    return table.where(table[IS_CURRENT]).drop(*HISTORY_COLUMNS)
 
 
 def _default_track(target: WriteTarget, columns: Sequence[str]) -> list[str]:

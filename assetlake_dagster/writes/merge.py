@@ -15,8 +15,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.errors import KeyViolationError
-from assetlake_dagster.spec import WriteStrategy, quote_identifier
+from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
@@ -24,9 +23,9 @@ from assetlake_dagster.writes.base import (
     check_rows_in_slice,
     check_schema_compatible,
     delta_columns,
+    slice_rows,
+    staged_scope_text,
 )
-from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
@@ -34,40 +33,11 @@ from assetlake_dagster.writes.commit import (
     result_from_history,
     stamped_session,
 )
+from assetlake_dagster.writes.slices import partition_predicate
+from assetlake_dagster.writes.sql import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys, key_condition
 
-TARGET_ALIAS = "t"
-SOURCE_ALIAS = "s"
-#: How many offending keys an error message shows.
-SAMPLE_SIZE = 5
 #: Delta's per-command switch for MERGE schema evolution (what ``withSchemaEvolution`` sets).
 SCHEMA_EVOLUTION_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
-
-
-def key_condition(key: Sequence[str]) -> str:
-    """The MERGE ON clause. Keys are checked non-NULL first, so plain ``=`` is exact.
-
-    Example:
-        >>> key_condition(["id", "day"])
-        't.`id` = s.`id` AND t.`day` = s.`day`'
-    """
-    return " AND ".join(
-        f"{TARGET_ALIAS}.{quote_identifier(k)} = {SOURCE_ALIAS}.{quote_identifier(k)}" for k in key
-    )
-
-
-def change_condition(columns: Sequence[str]) -> str:
-    """True when any of ``columns`` differs, NULL-safely (NULL vs value is a change).
-
-    ``<>`` would miss NULL <-> value changes (the bug dbt fixed in dbt-core#1516).
-
-    Example:
-        >>> change_condition(["name", "tier"])
-        'NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)'
-    """
-    return " OR ".join(
-        f"NOT ({TARGET_ALIAS}.{quote_identifier(c)} <=> {SOURCE_ALIAS}.{quote_identifier(c)})"
-        for c in columns
-    )
 
 
 def merge_statement(
@@ -117,45 +87,8 @@ def merge_statement(
     return "\n".join(lines)
 
 
-# Columns here come from the DataFrames themselves (``df[name]``), never from
-# ``pyspark.sql.functions``: those follow a process-wide switch between classic and Spark
-# Connect columns, and each kind of DataFrame rejects the other kind of column.
-
-
-def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], list[dict]]:
-    """Up to :data:`SAMPLE_SIZE` NULL keys and duplicated keys (with counts), in one pass."""
-    # toDF renames by position, so a key column named `count` cannot collide.
-    grouped = df.groupBy(*key).count().toDF(*key, "_rows")
-    has_null = reduce(lambda a, b: a | b, [grouped[k].isNull() for k in key])
-    bad = grouped.where(has_null | (grouped["_rows"] > 1))
-    rows = bad.limit(2 * SAMPLE_SIZE + 1).collect()
-    nulls = [r.asDict() for r in rows if any(r[k] is None for k in key)][:SAMPLE_SIZE]
-    dups = [r.asDict() for r in rows if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
-    return nulls, dups
-
-
-def check_keys(
-    strategy: WriteStrategyBase, staged: DataFrame, target: WriteTarget, key: Optional[Sequence[str]] = None
-) -> None:
-    """Fail with :class:`KeyViolationError`, naming a few, on NULL or duplicate keys."""
-    key = tuple(key or target.key)
-    nulls, dups = find_key_violations(staged, key)
-    problems = []
-    if nulls:
-        problems.append(f"NULL keys, e.g. {_render(nulls, key, counts=True)}")
-    if dups:
-        problems.append(f"duplicate keys, e.g. {_render(dups, key, counts=True)}")
-    if problems:
-        raise KeyViolationError(
-            "; ".join(problems)
-            + f". Each key ({', '.join(key)}) must appear once and be non-NULL; "
-            "deduplicate or filter in the SELECT. Nothing was written.",
-            asset=target.asset,
-            table=str(target.uri),
-            strategy=strategy.strategy.value,
-            partition=target.stamp.partition,
-            metadata={"null_keys": len(nulls), "duplicate_key_samples": len(dups)},
-        )
+# Columns come from the DataFrames themselves (``df[name]``), not ``pyspark.sql.functions``
+# (see writes/sql.py: classic and Spark Connect DataFrames reject each other's columns).
 
 
 def changed_rows(source: DataFrame, target: DataFrame, key: Sequence[str]) -> DataFrame:
@@ -178,6 +111,10 @@ class MergeWrite(WriteStrategyBase):
     """Upsert on ``key=`` columns in one MERGE commit; no commit when nothing changed."""
 
     strategy = WriteStrategy.MERGE
+    needs_key = True
+
+    def describe(self, spec: MaterializeSpec) -> str:
+        return f"merge on key ({', '.join(spec.key)})"
 
     def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
         shown = list(columns) if columns else list(target.key) + ["other_columns"]
@@ -220,6 +157,15 @@ class MergeWrite(WriteStrategyBase):
 
     def _check_keys(self, staged: DataFrame, target: WriteTarget) -> None:
         check_keys(self, staged, target, merge_key(target))
+
+    def staged_scope(self, spark: SparkSession, rows: DataFrame, target: WriteTarget) -> tuple[DataFrame, str]:
+        """The current rows (of the slice) whose key is not in ``rows``, plus ``rows``."""
+        current = slice_rows(spark, target)
+        if current is None:
+            return super().staged_scope(spark, rows, target)
+        key = list(merge_key(target))
+        kept = current.join(rows.select(*key), on=key, how="left_anti")
+        return kept.unionByName(rows, allowMissingColumns=True), staged_scope_text(target)
 
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
         writer = staged.write.format("delta").mode("append").option("userMetadata", target.stamp.user_metadata())
@@ -272,10 +218,3 @@ def merge_key(target: WriteTarget) -> tuple[str, ...]:
 def _target_condition(target: WriteTarget, alias: Optional[str] = TARGET_ALIAS) -> Optional[str]:
     return partition_predicate(target.partitions, alias=alias) if target.partitioned else None
 
-
-def _render(rows: list[dict], key: Sequence[str], counts: bool = False) -> str:
-    parts = []
-    for row in rows:
-        values = ", ".join(f"{k}={row[k]!r}" for k in key)
-        parts.append(f"({values}) x{row['_rows']}" if counts else f"({values})")
-    return ", ".join(parts)

@@ -10,8 +10,7 @@ from typing import Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.spec import WriteStrategy
+from assetlake_dagster.spec import PARTITION_COLUMN, WriteStrategy
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
@@ -24,7 +23,10 @@ from assetlake_dagster.writes.slices import partition_predicate
 
 
 class ReplaceWrite(WriteStrategyBase):
-    """Overwrite the table, or only the slice's partitions, in one commit."""
+    """Overwrite the table, or only the slice's partitions, in one commit.
+
+    Its data tests see exactly the new rows (the base class's scopes).
+    """
 
     strategy = WriteStrategy.REPLACE
 

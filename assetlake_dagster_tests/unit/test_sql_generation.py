@@ -6,7 +6,8 @@ import pytest
 
 from assetlake_dagster.spec import TableUri, WriteStrategy, quote_identifier
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
-from assetlake_dagster.writes.merge import change_condition, key_condition, merge_statement
+from assetlake_dagster.writes.merge import merge_statement
+from assetlake_dagster.writes.sql import change_condition, key_condition
 
 
 @pytest.mark.parametrize(
