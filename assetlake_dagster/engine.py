@@ -16,9 +16,10 @@ Layout of the engine's state folder (``<lake_root>/.assetlake/engine`` by defaul
     engine.exit    why the last engine stopped, when its Spark server died unexpectedly
     engine.log     the supervisor's and the Spark server's log
 
-A small supervisor process (``assetlake_dagster.engine.main(["serve", …])``) owns the JVM: it
+A small supervisor process (:mod:`assetlake_dagster.engine_supervisor`) owns the JVM: it
 stops it after ``idle_timeout`` seconds without users (nobody holds the lease) and on
-SIGTERM/SIGINT (``assetlake engine stop``).
+SIGTERM/SIGINT (``assetlake engine stop``). This module is the client side: find, start,
+lease, check and stop an engine.
 
 Trust model: the server listens on loopback only and requires a random pre-shared token
 (Spark Connect's ``spark.connect.authenticate.token``) that only the state file holds,
@@ -26,20 +27,17 @@ readable by its owner alone. It runs as the user who started it and reads and wr
 that user's files: it is a personal engine, not a multi-user service.
 """
 
-import argparse
 import contextlib
-import errno
 import fcntl
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from assetlake_dagster.errors import AssetlakeError
@@ -56,13 +54,8 @@ START_TIMEOUT_S = 300.0
 HOST = "127.0.0.1"
 #: The client must say "localhost" to send its token over a plain loopback channel.
 CLIENT_HOST = "localhost"
-SUPERVISOR_MODULE = "assetlake_dagster.engine"
-#: Settings of the shared engine on top of the embedded defaults: several runs share it.
-ENGINE_DEFAULTS = {
-    "spark.scheduler.mode": "FAIR",
-    # A run that dies leaves its server-side session behind; drop it after 10 idle minutes.
-    "spark.connect.session.manager.defaultSessionTimeout": "10min",
-}
+#: The supervisor's module; its name in a process's command line marks an engine supervisor.
+SUPERVISOR_MODULE = "assetlake_dagster.engine_supervisor"
 
 
 class EngineError(AssetlakeError):
@@ -174,11 +167,13 @@ class WarmEngine:
         return os.path.join(self.state_dir, "engine.lock")
 
     @property
-    def _exit_path(self) -> str:
+    def exit_path(self) -> str:
+        """Why the last engine stopped, written by its supervisor when its server died."""
         return os.path.join(self.state_dir, "engine.exit")
 
     @property
-    def _lease_path(self) -> str:
+    def lease_path(self) -> str:
+        """Every process using the engine holds a shared lock on this file."""
         return os.path.join(self.state_dir, "engine.lease")
 
     # -- public API --------------------------------------------------------------------
@@ -207,7 +202,7 @@ class WarmEngine:
                 tail) or runs with another master than asked for.
         """
         os.makedirs(self.state_dir, exist_ok=True)
-        with self._locked():
+        with self.locked():
             state = self.read_state()
             if state is not None:
                 problem = self._problem(state)
@@ -236,7 +231,7 @@ class WarmEngine:
         """
         if not os.path.isdir(self.state_dir):
             return None
-        with self._locked():
+        with self.locked():
             state = self.read_state()
             if state is None:
                 return None
@@ -245,11 +240,12 @@ class WarmEngine:
 
     def hold_lease(self) -> None:
         """Mark this process as a user of the engine until it exits (see :func:`hold_lease`)."""
-        hold_lease(self._lease_path)
+        hold_lease(self.lease_path)
 
-    # -- internals ---------------------------------------------------------------------
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[None]:
+        """Held while a process starts, checks or stops the engine (and while its supervisor
+        decides to stop it for idleness)."""
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -257,6 +253,7 @@ class WarmEngine:
         finally:
             os.close(fd)  # closing releases the lock
 
+    # -- internals ---------------------------------------------------------------------
     def _problem(self, state: EngineState) -> Optional[str]:
         """Why a recorded engine cannot be used, or ``None`` when it answers."""
         if not is_supervisor(state.supervisor_pid):
@@ -286,16 +283,16 @@ class WarmEngine:
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.state_path)
         try:
-            with open(self._exit_path, encoding="utf-8") as f:
+            with open(self.exit_path, encoding="utf-8") as f:
                 crash = json.load(f).get("reason", "unknown reason")
-            os.remove(self._exit_path)
+            os.remove(self.exit_path)
             self._say(f"assetlake: the last warm Spark engine stopped unexpectedly ({crash}; log: {self.log_path}).")
         except (OSError, ValueError, AttributeError):
             pass
         started = time.time()
         command = [
-            # Not `-m`: the package imports this module first, and runpy would warn and run
-            # a second copy of it.
+            # Not `-m`: runpy warns and runs a second copy of a module the package has already
+            # imported; `-c` imports it once whatever the package imports.
             sys.executable, "-c", f"import sys; from {SUPERVISOR_MODULE} import main; sys.exit(main(sys.argv[1:]))",
             "serve",
             "--state-dir", self.state_dir,
@@ -451,19 +448,6 @@ def release_leases() -> None:
         _lease_fds.clear()
 
 
-def _lease_is_free(path: str) -> bool:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            return False
-        raise
-    finally:
-        os.close(fd)
-
-
 # -- processes ---------------------------------------------------------------------------
 def _pid_alive(pid: int) -> bool:
     if pid <= 0:
@@ -519,136 +503,3 @@ def _tail(path: str, lines: int = 40) -> str:
             return "".join(f.readlines()[-lines:])
     except OSError as exc:
         return f"(no log: {exc})"
-
-
-def _write_state(path: str, state: EngineState) -> None:
-    """Write ``engine.json`` atomically, readable by its owner only (it holds the token)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(asdict(state), f, indent=2)
-    os.replace(tmp, path)
-
-
-# -- the supervisor ------------------------------------------------------------------------
-def serve(
-    state_dir: str,
-    *,
-    master: str,
-    idle_timeout: float,
-    spark_conf: Mapping[str, str],
-    warehouse_dir: Optional[str],
-    poll_s: float = 2.0,
-) -> int:
-    """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
-    from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
-
-    engine = WarmEngine(state_dir, master=master, idle_timeout=idle_timeout)
-    stopping = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal that started it may close
-
-    token = secrets.token_urlsafe(32)
-    os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # the server reads it from here, not argv
-    conf = {**ENGINE_DEFAULTS, **spark_conf}
-    if "spark.driver.extraJavaOptions" not in conf:
-        # Spark logs every RPC at INFO: keep the engine's log to warnings and its start.
-        log4j = os.path.join(state_dir, "log4j2.properties")
-        with open(log4j, "w", encoding="utf-8") as f:
-            f.write(_LOG4J)
-        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
-    server = None
-    for attempt in range(3):  # the free port may be taken between choosing and binding it
-        port = free_port(HOST)
-        try:
-            server = start_connect_server(
-                port, host=HOST, master=master, spark_conf=conf, warehouse_dir=warehouse_dir,
-                log_path=engine.log_path, timeout=START_TIMEOUT_S,
-            )
-            break
-        except ConnectServerError as exc:
-            print(f"[assetlake engine] start attempt {attempt + 1} failed: {exc}", flush=True)
-            if stopping.is_set():
-                return 1
-    if server is None:
-        return 1
-    state = EngineState(
-        host=HOST, port=server.port, token=token, supervisor_pid=os.getpid(), server_pid=server.process.pid,
-        master=master, log_path=engine.log_path, started_at=time.time(), idle_timeout=idle_timeout,
-    )
-    _write_state(engine.state_path, state)
-    print(f"[assetlake engine] ready at {state.display_url} (pid {os.getpid()}, server pid {state.server_pid}, "
-          f"idle timeout {idle_timeout:.0f} s)", flush=True)
-    reason = "stopped"
-    last_used = time.time()
-    try:
-        while not stopping.wait(poll_s):
-            if server.process.poll() is not None:
-                reason = f"the Spark server exited with code {server.process.returncode}"
-                # The next process to need an engine says so when it starts a new one.
-                with open(engine._exit_path, "w", encoding="utf-8") as f:
-                    json.dump({"reason": reason, "at": time.time()}, f)
-                break
-            if not _lease_is_free(engine._lease_path):
-                last_used = time.time()
-                continue
-            with contextlib.suppress(OSError):
-                last_used = max(last_used, os.path.getmtime(engine._lease_path))
-            if time.time() - last_used >= idle_timeout:
-                with engine._locked():  # no process may take a lease while we decide
-                    if _lease_is_free(engine._lease_path):
-                        reason = f"idle for {idle_timeout:.0f} s"
-                        _remove_own_state(engine, state)
-                        break
-    finally:
-        _remove_own_state(engine, state)
-        server.stop()
-        print(f"[assetlake engine] stopped: {reason}", flush=True)
-    return 0
-
-
-_LOG4J = """\
-rootLogger.level = warn
-rootLogger.appenderRef.stdout.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.server.name = org.apache.spark.sql.connect.service.SparkConnectServer
-logger.server.level = info
-"""
-
-
-def _remove_own_state(engine: WarmEngine, state: EngineState) -> None:
-    current = engine.read_state()
-    if current is not None and current.supervisor_pid == state.supervisor_pid:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(engine.state_path)
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m assetlake_dagster.engine serve …``: the supervisor (started by WarmEngine)."""
-    parser = argparse.ArgumentParser(prog="python -m assetlake_dagster.engine")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("serve", help="run the engine's supervisor in the foreground")
-    run.add_argument("--state-dir", required=True)
-    run.add_argument("--master", default="local[*]")
-    run.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
-    run.add_argument("--warehouse-dir")
-    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
-    args = parser.parse_args(argv)
-    conf = dict(item.split("=", 1) for item in args.conf)
-    return serve(
-        args.state_dir, master=args.master, idle_timeout=args.idle_timeout, spark_conf=conf,
-        warehouse_dir=args.warehouse_dir,
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

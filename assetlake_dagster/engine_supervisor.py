@@ -1,0 +1,189 @@
+"""The warm engine's supervisor process: it owns the Spark Connect server's JVM.
+
+Started by :meth:`assetlake_dagster.engine.WarmEngine.ensure` as
+``python -c "… from assetlake_dagster.engine_supervisor import main …" serve …`` in its own
+session. It starts the server on a free loopback port with a fresh token, records it in
+``engine.json``, then polls: it stops the JVM after ``idle_timeout`` seconds without users
+(nobody holds the lease), on SIGTERM/SIGINT (``assetlake engine stop``), and records the
+reason in ``engine.exit`` when the JVM dies on its own. The client side (finding, starting,
+leasing, stopping an engine) is :mod:`assetlake_dagster.engine`.
+"""
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Optional
+
+from assetlake_dagster.engine import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    HOST,
+    START_TIMEOUT_S,
+    SUPERVISOR_MODULE,
+    EngineState,
+    WarmEngine,
+)
+
+#: Settings of the shared engine on top of the embedded defaults: several runs share it.
+ENGINE_DEFAULTS = {
+    "spark.scheduler.mode": "FAIR",
+    # A run that dies leaves its server-side session behind; drop it after 10 idle minutes.
+    "spark.connect.session.manager.defaultSessionTimeout": "10min",
+}
+
+
+def serve(
+    state_dir: str,
+    *,
+    master: str,
+    idle_timeout: float,
+    spark_conf: Mapping[str, str],
+    warehouse_dir: Optional[str],
+    poll_s: float = 2.0,
+) -> int:
+    """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
+    from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
+
+    engine = WarmEngine(state_dir, master=master, idle_timeout=idle_timeout)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal that started it may close
+
+    token = secrets.token_urlsafe(32)
+    os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # the server reads it from here, not argv
+    conf = {**ENGINE_DEFAULTS, **spark_conf}
+    if "spark.driver.extraJavaOptions" not in conf:
+        # Spark logs every RPC at INFO: keep the engine's log to warnings and its start.
+        log4j = os.path.join(state_dir, "log4j2.properties")
+        with open(log4j, "w", encoding="utf-8") as f:
+            f.write(_LOG4J)
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
+    server = None
+    for attempt in range(3):  # the free port may be taken between choosing and binding it
+        port = free_port(HOST)
+        try:
+            server = start_connect_server(
+                port, host=HOST, master=master, spark_conf=conf, warehouse_dir=warehouse_dir,
+                log_path=engine.log_path, timeout=START_TIMEOUT_S,
+            )
+            break
+        except ConnectServerError as exc:
+            print(f"[assetlake engine] start attempt {attempt + 1} failed: {exc}", flush=True)
+            if stopping.is_set():
+                return 1
+    if server is None:
+        return 1
+    state = EngineState(
+        host=HOST, port=server.port, token=token, supervisor_pid=os.getpid(), server_pid=server.process.pid,
+        master=master, log_path=engine.log_path, started_at=time.time(), idle_timeout=idle_timeout,
+    )
+    _write_state(engine.state_path, state)
+    print(f"[assetlake engine] ready at {state.display_url} (pid {os.getpid()}, server pid {state.server_pid}, "
+          f"idle timeout {idle_timeout:.0f} s)", flush=True)
+    reason = "stopped"
+    last_used = time.time()
+    try:
+        while not stopping.wait(poll_s):
+            if server.process.poll() is not None:
+                reason = f"the Spark server exited with code {server.process.returncode}"
+                # The next process to need an engine says so when it starts a new one.
+                with open(engine.exit_path, "w", encoding="utf-8") as f:
+                    json.dump({"reason": reason, "at": time.time()}, f)
+                break
+            if not _lease_is_free(engine.lease_path):
+                last_used = time.time()
+                continue
+            with contextlib.suppress(OSError):
+                last_used = max(last_used, os.path.getmtime(engine.lease_path))
+            if time.time() - last_used >= idle_timeout:
+                with engine.locked():  # no process may take a lease while we decide
+                    if _lease_is_free(engine.lease_path):
+                        reason = f"idle for {idle_timeout:.0f} s"
+                        _remove_own_state(engine, state)
+                        break
+    finally:
+        _remove_own_state(engine, state)
+        server.stop()
+        print(f"[assetlake engine] stopped: {reason}", flush=True)
+    return 0
+
+
+_LOG4J = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.server.name = org.apache.spark.sql.connect.service.SparkConnectServer
+logger.server.level = info
+"""
+
+
+def _remove_own_state(engine: WarmEngine, state: EngineState) -> None:
+    current = engine.read_state()
+    if current is not None and current.supervisor_pid == state.supervisor_pid:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(engine.state_path)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m assetlake_dagster.engine_supervisor serve …``: the supervisor (started by WarmEngine)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {SUPERVISOR_MODULE}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("serve", help="run the engine's supervisor in the foreground")
+    run.add_argument("--state-dir", required=True)
+    run.add_argument("--master", default="local[*]")
+    run.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
+    run.add_argument("--warehouse-dir")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    conf = dict(item.split("=", 1) for item in args.conf)
+    return serve(
+        args.state_dir, master=args.master, idle_timeout=args.idle_timeout, spark_conf=conf,
+        warehouse_dir=args.warehouse_dir,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+
+def _lease_is_free(path: str) -> bool:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+    finally:
+        os.close(fd)
+
+
+
+def _write_state(path: str, state: EngineState) -> None:
+    """Write ``engine.json`` atomically, readable by its owner only (it holds the token)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(asdict(state), f, indent=2)
+    os.replace(tmp, path)
+
