@@ -1,8 +1,6 @@
 """``build_definitions``: a project folder -> ``dagster.Definitions``."""
 
-import importlib.util
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from typing import Optional, Union
 
@@ -10,13 +8,10 @@ import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
 from assetlake_dagster.io_manager import DeltaIOManager
-from assetlake_dagster.errors import ProjectError, SourceText
-from assetlake_dagster.project import Project, load_project
+from assetlake_dagster.project import load_project
+from assetlake_dagster.python_assets import AssetLike
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.translator import AssetlakeTranslator
-
-AssetLike = Union[dg.AssetsDefinition, dg.AssetSpec]
-
 
 def build_definitions(
     project_dir: Union[str, os.PathLike],
@@ -54,10 +49,9 @@ def build_definitions(
         >>> dg.materialize(defs.resolve_all_asset_specs())  # doctest: +SKIP
     """
     translator = translator or AssetlakeTranslator()
-    project = load_project(project_dir)
-    extra: list[AssetLike] = list(python_assets)
-    if load_python_files:
-        extra.extend(load_python_assets(str(project_dir)))
+    # The one load: every file's problems, the cross-file ones included, come from here.
+    project = load_project(project_dir, python_assets=python_assets, load_python_files=load_python_files)
+    extra: list[AssetLike] = list(project.python_assets)
     sql_assets = [build_sql_asset(spec, translator) for spec in project.assets]
 
     produced = {key for a in extra for key in _keys(a)}
@@ -70,9 +64,6 @@ def build_definitions(
         for uri in project.external
         if translator.get_external_asset_key(uri) not in produced
     ]
-    known = {translator.get_asset_key(spec) for spec in project.assets} | produced
-    known |= {translator.get_external_asset_key(uri) for uri in project.external}
-    _check_test_references(project, known)
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
@@ -81,47 +72,6 @@ def build_definitions(
         resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
         executor=dg.in_process_executor,
     )
-
-
-def _check_test_references(project: Project, known: set) -> None:
-    """``relationships … -> delta://s/t.c`` must name an asset of these definitions."""
-    problems = []
-    for spec in project.assets:
-        for test in spec.data_tests:
-            if test.ref_uri is not None and dg.AssetKey(test.ref_uri.asset_key_path) not in known:
-                with open(spec.path, encoding="utf-8") as f:
-                    src = SourceText.of(spec.path, f.read())
-                where = test.location
-                problems.append(
-                    src.diagnostic(
-                        where.line,
-                        where.col,
-                        f"data test references {test.ref_uri}, which is no asset of this project.",
-                        "Point it at a table a SQL file or Python asset produces, or one the SQL reads.",
-                        span=len(test.columns[0]),
-                    )
-                )
-    if problems:
-        raise ProjectError(problems)
-
-
-def load_python_assets(project_dir: str) -> list[AssetLike]:
-    """Import each ``*.py`` file directly in ``project_dir``; collect its assets."""
-    found: list[AssetLike] = []
-    for name in sorted(os.listdir(project_dir)):
-        if not name.endswith(".py") or name.startswith("_"):
-            continue
-        path = os.path.join(project_dir, name)
-        module_name = f"assetlake_project_{abs(hash(os.path.abspath(path)))}_{name[:-3]}"
-        module = sys.modules.get(module_name)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
-        found.extend(v for v in vars(module).values() if isinstance(v, (dg.AssetsDefinition, dg.AssetSpec)))
-    return found
 
 
 def _keys(asset: AssetLike) -> set[dg.AssetKey]:

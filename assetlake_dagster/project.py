@@ -1,20 +1,23 @@
-"""A folder of annotated SQL files → one checked :class:`Project`.
+"""A folder of annotated SQL files (and Python assets) → one checked :class:`Project`.
 
 Each ``*.sql`` file (recursively, sorted) becomes a
-:class:`~assetlake_dagster.spec.SqlAssetSpec`; then the files are checked against each
-other (one producer per table, no dependency cycles). Every problem of every file is
-collected and raised once, as one :class:`~assetlake_dagster.errors.ProjectError`.
+:class:`~assetlake_dagster.spec.SqlAssetSpec`, checked on its own here; the folder's
+``*.py`` files are imported for their assets; then :func:`~assetlake_dagster.dag.check_project`
+checks the files against each other (one producer per table, known ``relationships``
+tables, no dependency cycles). Every problem of every file is collected and raised once,
+as one :class:`~assetlake_dagster.errors.ProjectError`.
 """
 
 import dataclasses
 import hashlib
 import os
 import stat
-from collections import defaultdict
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Callable, Optional
 
 from assetlake_dagster.annotations import Header, header_length, parse_header
+from assetlake_dagster.dag import TableKey, check_project, table_key, uri_order
 from assetlake_dagster.errors import (
     ConfigError,
     Diagnostic,
@@ -32,17 +35,13 @@ from assetlake_dagster.spec import (
     DataTestSpec,
     RESERVED_COLUMNS,
     TIME_WINDOW_PARAMETERS,
-    RESERVED_TABLE_SUFFIX,
     SqlAssetSpec,
     TableUri,
     UpstreamSpec,
-    WriteStrategy,
     is_identifier,
 )
+from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_tables
 from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis, analyze_sql
-
-_TableKey = tuple[str, str]
-
 
 @dataclass(frozen=True)
 class Project:
@@ -51,20 +50,38 @@ class Project:
     Attributes:
         root: absolute path of the folder.
         assets: one spec per SQL file, sorted by path.
-        external: tables read or declared upstream that no file produces, sorted.
+        external: tables read or declared upstream that no SQL file or Python asset
+            produces, sorted.
+        python_assets: the Python assets checked with the SQL files: those passed in
+            code, then those of the folder's ``*.py`` files.
     """
 
     root: str
     assets: tuple[SqlAssetSpec, ...]
     external: tuple[TableUri, ...]
+    python_assets: tuple[AssetLike, ...] = ()
 
     def by_uri(self) -> dict[TableUri, SqlAssetSpec]:
         """The assets keyed by the table they materialize."""
         return {spec.uri: spec for spec in self.assets}
 
 
-def load_project(project_dir: "str | os.PathLike[str]") -> Project:
+def load_project(
+    project_dir: "str | os.PathLike[str]",
+    *,
+    python_assets: Sequence[AssetLike] = (),
+    load_python_files: bool = True,
+) -> Project:
     """Load every ``*.sql`` file under ``project_dir`` and check them together.
+
+    ``assetlake validate`` and ``build_definitions`` both load through here, so they
+    report the same problems.
+
+    Args:
+        project_dir: the folder of SQL files.
+        python_assets: Python assets defined in code, checked with the SQL files.
+        load_python_files: also import the ``*.py`` files directly in ``project_dir``
+            (not starting with ``_``) and check their assets.
 
     Raises:
         ProjectError: with every problem of every file, sorted by file and position.
@@ -105,16 +122,20 @@ def load_project(project_dir: "str | os.PathLike[str]") -> Project:
             diagnostics.extend(problems)
             specs.append(spec)
             sources[spec.path] = src
-    specs, problems = _cross_check(specs, sources)
+    python = [PythonAsset(asset) for asset in python_assets]
+    if load_python_files:
+        found, problems = import_python_files(root)
+        python.extend(found)
+        diagnostics.extend(problems)
+    specs, external, problems = check_project(specs, sources, python_tables(python))
     diagnostics.extend(problems)
     if diagnostics:
         raise ProjectError(diagnostics)
-    produced = {spec.uri for spec in specs}
-    external = {u.uri for spec in specs for u in spec.upstreams if u.uri not in produced}
     return Project(
         root=root,
         assets=tuple(sorted(specs, key=lambda s: s.path)),
-        external=tuple(sorted(external, key=_sort_key)),
+        external=external,
+        python_assets=tuple(asset.definition for asset in python),
     )
 
 
@@ -380,205 +401,10 @@ def _check_partition_marker(header: Header, marker: ColumnRef, error: Callable[.
 
 def _merge_upstreams(header: Header, analysis: SqlAnalysis) -> tuple[UpstreamSpec, ...]:
     """Declared and inferred upstreams, deduplicated (declared wins), without the target."""
-    merged: dict[_TableKey, UpstreamSpec] = {}
+    merged: dict[TableKey, UpstreamSpec] = {}
     for upstream in header.upstreams:
-        merged.setdefault(_key(upstream.uri), upstream)
+        merged.setdefault(table_key(upstream.uri), upstream)
     for ref in analysis.tables:
-        merged.setdefault(_key(ref.uri), UpstreamSpec(ref.uri, declared=False, location=ref.location))
-    merged.pop(_key(header.materialize.uri), None)  # the file may read its own target
-    return tuple(sorted(merged.values(), key=lambda u: _sort_key(u.uri)))
-
-
-def _cross_check(
-    specs: list[SqlAssetSpec], sources: dict[str, SourceText]
-) -> tuple[list[SqlAssetSpec], list[Diagnostic]]:
-    """One producer per table and no cycles; upstreams renamed to their producer's spelling."""
-    diagnostics = []
-    producers: dict[_TableKey, list[SqlAssetSpec]] = defaultdict(list)
-    for spec in specs:
-        producers[_key(spec.uri)].append(spec)
-    for group in producers.values():
-        for spec in group if len(group) > 1 else ():
-            others = ", ".join(_where(o.materialize.location) for o in group if o is not spec)
-            location = spec.materialize.location
-            diagnostics.append(
-                sources[spec.path].diagnostic(
-                    location.line,
-                    location.col,
-                    f"{spec.uri} is also materialized by {others}.",
-                    "A table has exactly one producing file; retarget or remove one '-- materialize' line.",
-                    span=len(str(spec.uri)),
-                )
-            )
-    # Spark resolves table names case-insensitively: `FROM Analytics.Orders` reads the table
-    # that delta://analytics/orders produces, so every reference takes one spelling: the
-    # producer's, else the first seen (files in path order). Asset keys then match.
-    canonical = {key: group[0].uri for key, group in producers.items()}
-    # `schema.<table>_current` is the companion view of a history table: reading it
-    # depends on the table's asset, not on an external table of that name.
-    for key, group in producers.items():
-        if group[0].materialize.strategy is WriteStrategy.HISTORY:
-            canonical[(key[0], key[1] + RESERVED_TABLE_SUFFIX)] = group[0].uri
-    for spec in sorted(specs, key=lambda s: s.path):
-        for upstream in spec.upstreams:
-            canonical.setdefault(_key(upstream.uri), upstream.uri)
-    specs = [_canonical_upstreams(spec, canonical) for spec in specs]
-    diagnostics.extend(_windows(specs, sources, {k: g[0] for k, g in producers.items()}))
-    diagnostics.extend(_cycles(specs, sources))
-    return specs, diagnostics
-
-
-def _windows(
-    specs: list[SqlAssetSpec], sources: dict[str, SourceText], producers: dict[_TableKey, SqlAssetSpec]
-) -> list[Diagnostic]:
-    """``window=`` needs this file and the upstream partitioned by the window's unit."""
-    diagnostics = []
-    for spec in specs:
-        for upstream in spec.upstreams:
-            if upstream.window is None:
-                continue
-            kind = upstream.window.kind.value
-            ours = spec.partitions.kind if spec.partitions else None
-            producer = producers.get(_key(upstream.uri))
-            theirs = producer.partitions.kind if producer and producer.partitions else None
-            problem = None
-            if ours is not upstream.window.kind:
-                problem = (
-                    f"window={upstream.window.text} needs this file partitioned {kind}.",
-                    f"Add '-- partitioned {kind} start=…', or use a window in this file's unit.",
-                )
-            elif producer is not None and theirs is not upstream.window.kind:
-                problem = (
-                    f"window={upstream.window.text} needs {upstream.uri} partitioned {kind}.",
-                    f"{_where(producer.materialize.location)} is "
-                    + (f"partitioned {theirs.value}" if theirs else "not partitioned")
-                    + "; drop window= to read all of it.",
-                )
-            if problem:
-                location = upstream.location
-                diagnostics.append(
-                    sources[spec.path].diagnostic(location.line, location.col, *problem, span=len(str(upstream.uri)))
-                )
-    return diagnostics
-
-
-def _canonical_upstreams(spec: SqlAssetSpec, canonical: dict[_TableKey, TableUri]) -> SqlAssetSpec:
-    renamed: dict[_TableKey, UpstreamSpec] = {}
-    for upstream in spec.upstreams:  # two spellings may meet: the declared one wins
-        uri = canonical[_key(upstream.uri)]
-        if _key(uri) == _key(spec.uri):
-            continue  # a history file may read its own `_current` view
-        if _key(uri) not in renamed or (upstream.declared and not renamed[_key(uri)].declared):
-            renamed[_key(uri)] = dataclasses.replace(upstream, uri=uri)
-    upstreams = tuple(sorted(renamed.values(), key=lambda u: _sort_key(u.uri)))
-    return spec if upstreams == spec.upstreams else dataclasses.replace(spec, upstreams=upstreams)
-
-
-def _cycles(specs: list[SqlAssetSpec], sources: dict[str, SourceText]) -> list[Diagnostic]:
-    """One diagnostic per dependency cycle among produced tables."""
-    producer: dict[_TableKey, SqlAssetSpec] = {}
-    for spec in specs:
-        producer.setdefault(_key(spec.uri), spec)  # a duplicate target is reported already
-    reads: dict[_TableKey, list[_TableKey]] = {
-        key: [_key(u.uri) for u in spec.upstreams if _key(u.uri) in producer]
-        for key, spec in producer.items()
-    }
-    diagnostics = []
-    for component in _strongly_connected(reads):
-        if len(component) < 2:
-            continue  # self-reads were dropped when upstreams merged
-        start = min(component, key=lambda k: producer[k].path)
-        cycle = _path_back(start, reads, component)
-        names = [str(producer[k].uri) for k in cycle + [start]]
-        chain = f"{names[0]} reads " + ", which reads ".join(names[1:])
-        first = producer[start]
-        upstream = next(u for u in first.upstreams if _key(u.uri) == cycle[1])
-        span = len(str(upstream.uri)) if upstream.declared else len(upstream.uri.sql_name)
-        location = upstream.location or first.materialize.location
-        diagnostics.append(
-            sources[first.path].diagnostic(
-                location.line,
-                location.col,
-                f"dependency cycle: {chain}.",
-                "Assets must form a DAG; remove one of these reads.",
-                span=span,
-            )
-        )
-    return diagnostics
-
-
-def _strongly_connected(graph: dict[_TableKey, list[_TableKey]]) -> list[list[_TableKey]]:
-    """Tarjan's algorithm, iterative: projects of 1000+ files would exceed Python's recursion."""
-    index: dict[_TableKey, int] = {}
-    low: dict[_TableKey, int] = {}
-    stack: list[_TableKey] = []
-    on_stack: set[_TableKey] = set()
-    components = []
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(graph[root]))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, successors = work[-1]
-            for successor in successors:
-                if successor not in index:
-                    index[successor] = low[successor] = len(index)
-                    stack.append(successor)
-                    on_stack.add(successor)
-                    work.append((successor, iter(graph[successor])))
-                    break
-                if successor in on_stack:
-                    low[node] = min(low[node], index[successor])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    components.append(component)
-    return components
-
-
-def _path_back(
-    start: _TableKey, graph: dict[_TableKey, list[_TableKey]], within: list[_TableKey]
-) -> list[_TableKey]:
-    """The shortest path start → … → start inside one component (breadth first)."""
-    allowed = set(within)
-    previous: dict[_TableKey, _TableKey] = {}
-    frontier = [start]
-    while frontier:
-        following = []
-        for node in frontier:
-            for successor in graph[node]:
-                if successor not in allowed or successor in previous:
-                    continue
-                previous[successor] = node
-                if successor == start:
-                    path = [node]
-                    while path[-1] != start:
-                        path.append(previous[path[-1]])
-                    return path[::-1]
-                following.append(successor)
-        frontier = following
-    return [start]  # unreachable for a component of two or more
-
-
-def _where(location: SourceLocation) -> str:
-    return f"{location.path}:{location.line}"
-
-
-def _key(uri: TableUri) -> _TableKey:
-    return uri.schema.lower(), uri.table.lower()
-
-
-def _sort_key(uri: TableUri) -> tuple[str, str]:
-    return uri.schema, uri.table
+        merged.setdefault(table_key(ref.uri), UpstreamSpec(ref.uri, declared=False, location=ref.location))
+    merged.pop(table_key(header.materialize.uri), None)  # the file may read its own target
+    return tuple(sorted(merged.values(), key=lambda u: uri_order(u.uri)))

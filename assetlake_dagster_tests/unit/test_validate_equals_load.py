@@ -1,0 +1,153 @@
+"""`assetlake validate` and the loader (`build_definitions`) report the same errors for a folder.
+
+Each case is a tiny broken folder, written under ``tmp_path``; both entry points must print
+exactly the same problems (one round, nothing reported twice), and the expected ones.
+"""
+
+import pytest
+
+from assetlake_dagster.build import build_definitions
+from assetlake_dagster.cli import main
+from assetlake_dagster.errors import ProjectError
+
+PYTHON_ASSET = '''
+import dagster as dg
+
+@dg.asset(key={key!r}, metadata={metadata!r})
+def {name}():
+    return None
+'''
+
+
+def _python(name, key, metadata=None):
+    return PYTHON_ASSET.format(name=name, key=key, metadata=metadata or {})
+
+
+CASES = [
+    pytest.param(
+        {"a.sql": "-- materialize delta://m/a\n-- data_test relationships id -> delta://m/nope.id\n\nSELECT id FROM raw.x\n"},
+        [
+            "a.sql:2:28: data test references delta://m/nope, which is no asset of this project. "
+            "Point it at a table a SQL file or Python asset produces, or one the SQL reads.",
+        ],
+        id="relationships-to-a-table-nobody-produces",
+    ),
+    pytest.param(
+        {
+            "events.sql": "-- materialize delta://raw/events\n\nSELECT 1 AS id\n",
+            "sources.py": _python("events", ["raw", "events"]),
+        },
+        [
+            "events.sql:1:16: delta://raw/events is also produced by the Python asset raw/events in sources.py. "
+            "A table has exactly one producer; retarget the '-- materialize' line or the Python asset's table.",
+        ],
+        id="sql-and-python-produce-one-table",
+    ),
+    pytest.param(
+        {
+            "t.sql": "-- materialize delta://M/T\n\nSELECT 1 AS id\n",
+            "sources.py": _python("t", ["lake", "m", "t"], {"assetlake/write": {"table": "delta://m/t"}}),
+        },
+        [
+            "t.sql:1:16: delta://M/T is also produced by the Python asset lake/m/t in sources.py. "
+            "A table has exactly one producer; retarget the '-- materialize' line or the Python asset's table.",
+        ],
+        id="python-table-from-its-write-contract",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n\nSELECT id FROM m.b\n",
+            "b.sql": "-- materialize delta://m/b\n\nSELECT id FROM m.a\n",
+        },
+        [
+            "a.sql:3:16: dependency cycle: delta://m/a reads delta://m/b, which reads delta://m/a. "
+            "Assets must form a DAG; remove one of these reads.",
+        ],
+        id="dependency-cycle",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/a\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:1:16: delta://m/a is also materialized by b.sql:1. "
+            "A table has exactly one producing file; retarget or remove one '-- materialize' line.",
+            "b.sql:1:16: delta://m/a is also materialized by a.sql:1. "
+            "A table has exactly one producing file; retarget or remove one '-- materialize' line.",
+        ],
+        id="two-files-one-table",
+    ),
+    pytest.param(
+        {"a.sql": "-- materialise delta://m/a\n\nSELECT 1 AS id\n"},
+        [
+            "a.sql:1:1: no '-- materialize' annotation. "
+            "Add '-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]' at the top of the file.",
+            "a.sql:1:4: unknown annotation 'materialise'. Did you mean 'materialize'?",
+        ],
+        id="unknown-keyword",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n\nSELECT 1 AS id\n",
+            "broken.py": "import dagster as dg\n\nraise RuntimeError('no source configured.')\n",
+        },
+        [
+            "broken.py:3:1: importing the file raised RuntimeError: no source configured. "
+            "Fix it, or start the file name with '_' so that assetlake does not import it.",
+        ],
+        id="python-file-that-fails-to-import",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned daily start=2024-01-01\n"
+            "-- on delta://m/b window=7d\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:3:7: window=7d needs delta://m/b partitioned daily. b.sql:1 is not partitioned; "
+            "drop window= to read all of it.",
+        ],
+        id="window-on-an-unpartitioned-upstream",
+    ),
+]
+
+
+def _write(root, files):
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text)
+
+
+@pytest.mark.parametrize("files, expected", CASES)
+def test_validate_and_load_report_the_same_errors(tmp_path, monkeypatch, capsys, files, expected):
+    _write(tmp_path / "case", files)
+    monkeypatch.chdir(tmp_path / "case")  # messages name files as 'a.sql'
+
+    assert main(["validate", "."]) == 1
+    out, validate_err = capsys.readouterr()
+    with pytest.raises(ProjectError) as loaded:
+        build_definitions(".", lake_root=str(tmp_path / "lake"))
+
+    assert out == ""
+    assert validate_err == f"{loaded.value}\n"
+    assert [d.render().splitlines()[0] for d in loaded.value.diagnostics] == expected
+
+
+def test_a_python_asset_producing_the_referenced_table_passes_both(tmp_path, monkeypatch, capsys):
+    _write(
+        tmp_path / "case",
+        {
+            "a.sql": "-- materialize delta://m/a\n-- data_test relationships id -> delta://raw/people.id\n\n"
+            "SELECT id FROM raw.x\n",
+            # a prefixed key: the table comes from the write contract, not the key
+            "people.py": _python("people", ["lake", "raw", "people"], {"assetlake/write": {"table": "delta://raw/people"}}),
+        },
+    )
+    monkeypatch.chdir(tmp_path / "case")
+
+    assert main(["validate", "."]) == 0
+    assert capsys.readouterr() == ("ok: 1 assets, 1 external tables in .\n", "")
+    defs = build_definitions(".", lake_root=str(tmp_path / "lake"))
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert keys == {"m/a", "raw/x", "lake/raw/people"}
