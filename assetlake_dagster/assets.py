@@ -5,6 +5,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
+from assetlake_dagster.dagster_internals import check_output_name
 from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake import ensure_schema, register_table
@@ -72,7 +73,7 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
         can_subset=tested,
     )
     def _sql_asset(context: dg.AssetExecutionContext):
-        restore_run_retries(context.instance, context.run_id)
+        restore_run_retries(context.instance, context.run.run_id)
         if spec.partitions and not (context.has_partition_key or context.has_partition_key_range):
             # Dagster launches a check-only run of a partitioned asset without a partition
             # if asked to; its partition keys would fail below with an internal error.
@@ -132,7 +133,7 @@ def _run_sql_asset(
         outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
         if blocking_failures(outcomes):
             # Dagster fails the step for a failed blocking check; retrying cannot help.
-            refuse_run_retries(context.instance, context.run_id)
+            refuse_run_retries(context.instance, context.run.run_id)
         yield from _check_events(context, asset_spec.key, outcomes)
         return
     df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
@@ -150,7 +151,7 @@ def _run_sql_asset(
         if blocking_failures(outcomes):
             # Nothing is written: the results judge the table as it stays.
             yield from _check_events(context, asset_spec.key, outcomes)
-            refuse_run_retries(context.instance, context.run_id)
+            refuse_run_retries(context.instance, context.run.run_id)
             raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
     output = dg.Output(
         df,
@@ -187,7 +188,7 @@ def _check_events(
         if outcome.partition is None or context.has_partition_key:
             yield outcome.check_result(key)
             continue
-        output_name = context.assets_def.get_output_name_for_asset_check_key(dg.AssetCheckKey(key, outcome.test.name))
+        output_name = check_output_name(context.assets_def, dg.AssetCheckKey(key, outcome.test.name))
         if output_name not in outputs_done:
             outputs_done.add(output_name)
             yield dg.Output(None, output_name=output_name)
@@ -206,7 +207,9 @@ def _latest_materialization(
     if not records:
         return None
     return AssetCheckEvaluationTargetMaterializationData(
-        storage_id=records[0].storage_id, run_id=records[0].run_id, timestamp=records[0].timestamp
+        storage_id=records[0].storage_id,
+        run_id=records[0].event_log_entry.run_id,
+        timestamp=records[0].event_log_entry.timestamp,
     )
 
 

@@ -15,7 +15,14 @@ from typing import Optional
 
 import dagster as dg
 
-from assetlake_dagster.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from assetlake_dagster.dagster_internals import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    backfill_policy_of,
+    implicit_asset_job,
+    materialized_partitions,
+    resolve_assets_def,
+)
 from assetlake_dagster.errors import ConfigError
 
 BACKFILL_TAG = "assetlake/backfill"
@@ -81,7 +88,7 @@ def run_backfill(
         >>> report = run_backfill(defs, dg.AssetKey(["staging", "orders"]), "2024-01-01", "2024-03-01",
         ...                       instance=dg.DagsterInstance.get())  # doctest: +SKIP
     """
-    assets_def = defs.resolve_assets_def(asset_key)
+    assets_def = resolve_assets_def(defs, asset_key)
     partitions_def = assets_def.partitions_def
     if partitions_def is None:
         raise ConfigError(f"{asset_key.to_user_string()} is not partitioned; materialize it without a range.")
@@ -93,11 +100,11 @@ def run_backfill(
     last = all_keys.index(end) if end else len(all_keys) - 1
     keys = all_keys[first : last + 1]
     if missing_only:
-        done = instance.get_materialized_partitions(asset_key)
+        done = materialized_partitions(instance, asset_key)
         keys = [k for k in keys if k not in done]
-    policy = assets_def.backfill_policy
+    policy = backfill_policy_of(assets_def)
     size = batch_size or (policy.max_partitions_per_run if policy else None) or max(len(keys), 1)
-    job = defs.resolve_implicit_job_def_def_for_assets([asset_key])
+    job = implicit_asset_job(defs, [asset_key])
     report = BackfillReport(backfill_id=uuid.uuid4().hex[:8])
     plan = batches(keys, all_keys, size)
     log(f"backfill {report.backfill_id}: {asset_key.to_user_string()}, {len(keys)} partitions in {len(plan)} runs")
@@ -111,6 +118,7 @@ def run_backfill(
             instance=instance, asset_selection=[asset_key], tags=tags, raise_on_error=False
         )
         outcome = (batch, result.run_id)
-        (report.succeeded if result.success else report.failed).append(outcome)
-        log(f"  {batch[0]}...{batch[-1]} ({len(batch)}): {'ok' if result.success else 'FAILED'} run {result.run_id}")
+        succeeded = result.dagster_run.is_success
+        (report.succeeded if succeeded else report.failed).append(outcome)
+        log(f"  {batch[0]}...{batch[-1]} ({len(batch)}): {'ok' if succeeded else 'FAILED'} run {result.run_id}")
     return report

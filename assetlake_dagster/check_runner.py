@@ -11,7 +11,7 @@ from typing import Optional
 
 import dagster as dg
 
-from assetlake_dagster.dagster_internals import PARTITION_NAME_TAG
+from assetlake_dagster.dagster_internals import PARTITION_NAME_TAG, check_evaluations, resolve_assets_def, resolve_job_def
 from assetlake_dagster.errors import ConfigError, did_you_mean
 
 
@@ -28,7 +28,7 @@ def run_checks(
         >>> [(r.check_name, r.passed) for r in results]  # doctest: +SKIP
         [('unique_customer_id', True)]
     """
-    assets_def = defs.resolve_assets_def(asset_key)
+    assets_def = resolve_assets_def(defs, asset_key)
     name = asset_key.to_user_string()
     if not assets_def.check_specs:
         raise ConfigError(f"{name} has no data tests.")
@@ -47,10 +47,6 @@ def run_checks(
         # validates the key against the *assets* selected, and a check-only run selects none.
         tags[PARTITION_NAME_TAG] = partition
     job = dg.define_asset_job("__assetlake_checks", selection=dg.AssetSelection.checks_for_assets(asset_key))
-    resolved = dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(job.name)
+    resolved = resolve_job_def(dg.Definitions.merge(defs, dg.Definitions(jobs=[job])), job.name)
     result = resolved.execute_in_process(instance=instance, tags=tags, raise_on_error=False)
-    return [
-        e.asset_check_evaluation_data
-        for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION"
-    ]
+    return check_evaluations(result)

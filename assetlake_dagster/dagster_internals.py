@@ -1,10 +1,17 @@
-"""The only module that imports Dagster's private (``dagster._…``) names.
+"""The only module that uses Dagster's private names and its members that are not ``@public``.
 
-Dagster exports no public equivalent for these; each one says why we need it. When a
-Dagster release moves one, importing this module fails, and so does
-``assetlake_dagster_tests/unit/test_dagster_internals.py`` (it names each of them), so
+Private names are the ``dagster._…`` imports; non-public members are methods and properties
+of public Dagster classes that Dagster does not mark ``@public`` (nor type as ``PublicAttr``).
+Dagster offers no public equivalent for any of them; each one says why we need it. When a
+Dagster release moves or changes one, importing or calling it here fails, and so does
+``assetlake_dagster_tests/unit/test_dagster_internals.py`` (it exercises each of them), so
 the upgrade breaks here, loudly, and nowhere else.
 """
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import dagster as dg
 
 # An asset check evaluation that we build ourselves (one per partition of a backfill
 # batch: ``AssetCheckResult`` only knows a run's single partition key) must point at the
@@ -38,6 +45,89 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG as PARTITION_NAME_TAG,
 )
 
+# -- members of public classes that are not @public ----------------------------------------
+def resolve_assets_def(defs: dg.Definitions, key: dg.AssetKey) -> dg.AssetsDefinition:
+    """The definition of ``key``: its check specs, partitions and backfill policy."""
+    # Definitions.resolve_assets_def is the only lookup by key (get_assets_def, its
+    # predecessor, is not @public either); resolve_all_asset_specs has no checks or policy.
+    return defs.resolve_assets_def(key)
+
+
+def resolve_job_def(defs: dg.Definitions, name: str) -> dg.JobDefinition:
+    """The job ``name`` of ``defs``, a ``define_asset_job`` one resolved against its assets."""
+    # The @public Definitions.get_job_def warns for an asset job and defers to this.
+    return defs.resolve_job_def(name)
+
+
+def implicit_asset_job(defs: dg.Definitions, keys: Sequence[dg.AssetKey]) -> dg.JobDefinition:
+    """The code location's own asset job for ``keys`` (its runs show under it, as the UI's do)."""
+    # A define_asset_job job of our own would name its runs after a job the location lacks.
+    return defs.resolve_implicit_job_def_def_for_assets(list(keys))
+
+
+def backfill_policy_of(assets_def: dg.AssetsDefinition) -> Optional[dg.BackfillPolicy]:
+    """The ``backfill_policy`` an asset was defined with (its batch size), if any."""
+    # Set through @multi_asset(backfill_policy=); no @public member reads it back.
+    return assets_def.backfill_policy
+
+
+def materialized_partitions(instance: dg.DagsterInstance, key: dg.AssetKey) -> set[str]:
+    """The partitions of ``key`` materialized at least once."""
+    # The @public get_status_by_partition reports a partition whose last run failed as FAILED;
+    # a --missing backfill skips every partition that was ever materialized.
+    return set(instance.get_materialized_partitions(key))
+
+
+def check_evaluations(result: dg.ExecuteInProcessResult) -> list[dg.AssetCheckEvaluation]:
+    """The asset check evaluations a run recorded, in order."""
+    # Neither this method nor DagsterEvent's data accessor (event_specific_data) is @public.
+    return list(result.get_asset_check_evaluations())
+
+
+def check_output_name(assets_def: dg.AssetsDefinition, key: dg.AssetCheckKey) -> str:
+    """The output a check's step yields; steps gated on a blocking check wait for it."""
+    # An AssetCheckEvaluation we yield per partition still owes the check's output, whose
+    # name only the AssetsDefinition knows.
+    return assets_def.get_output_name_for_asset_check_key(key)
+
+
+def time_window_of(partitions_def: dg.TimeWindowPartitionsDefinition, key: str) -> dg.TimeWindow:
+    """The time window of one partition key."""
+    # A batch needs each key's window; the @public partition_time_window spans the whole batch.
+    return partitions_def.time_window_for_partition_key(key)
+
+
+def add_run_tags(instance: dg.DagsterInstance, run_id: str, tags: Mapping[str, str]) -> None:
+    """Add or overwrite tags of a run that is in progress."""
+    # A failed blocking data test tags its own run so that no retry repeats it; no @public
+    # API writes a run's tags.
+    instance.add_run_tags(run_id, dict(tags))
+
+
+def retries_on_step_failure(instance: dg.DagsterInstance) -> bool:
+    """The instance's ``run_retries: retry_on_asset_or_op_failure`` setting."""
+    # Restored on a run that a data test had tagged; the instance's settings are not @public.
+    return instance.run_retries_retry_on_asset_or_op_failure
+
+
+def output_run(context: dg.OutputContext) -> Optional[tuple[dg.DagsterRun, dg.DagsterInstance]]:
+    """The run an IO manager writes for and its instance; ``None`` for a bare ``build_output_context()``."""
+    # OutputContext.step_context is an IO manager's only handle on its run's lineage (a
+    # re-execution's commit idempotency) and instance.
+    try:
+        step_context = context.step_context
+    except Exception:  # noqa: BLE001 - a context built without a run has no step context
+        return None
+    return step_context.dagster_run, step_context.instance
+
+
+def add_partition_output_metadata(context: dg.OutputContext, metadata: Mapping[str, Any], partition_key: str) -> None:
+    """Metadata on one partition's materialization of the output's asset."""
+    # OutputContext.add_output_metadata covers the whole output; a batch records each
+    # partition's row count, which only the step context can.
+    context.step_context.add_asset_metadata(dict(metadata), asset_key=context.asset_key, partition_key=partition_key)
+
+
 __all__ = [
     "ASSET_PARTITION_RANGE_END_TAG",
     "ASSET_PARTITION_RANGE_START_TAG",
@@ -45,7 +135,19 @@ __all__ = [
     "KIND_PREFIX",
     "PARTITION_NAME_TAG",
     "VALID_GROUP_NAME_REGEX",
+    "add_partition_output_metadata",
+    "add_run_tags",
+    "backfill_policy_of",
+    "check_evaluations",
+    "check_output_name",
+    "implicit_asset_job",
     "is_valid_owner",
     "is_valid_strict_tag_value",
     "is_valid_tag_key",
+    "materialized_partitions",
+    "output_run",
+    "resolve_assets_def",
+    "resolve_job_def",
+    "retries_on_step_failure",
+    "time_window_of",
 ]

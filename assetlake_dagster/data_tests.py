@@ -26,7 +26,11 @@ from typing import Any, Optional
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
-from assetlake_dagster.dagster_internals import AssetCheckEvaluationTargetMaterializationData
+from assetlake_dagster.dagster_internals import (
+    AssetCheckEvaluationTargetMaterializationData,
+    add_run_tags,
+    retries_on_step_failure,
+)
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.spec import THIS_MARKER, DataTestKind, DataTestSpec, SqlAssetSpec
@@ -294,7 +298,8 @@ def refuse_run_retries(instance: dg.DagsterInstance, run_id: str) -> None:
     tags = _run_tags(instance, run_id)
     if tags.get(NO_RETRY_RUN_TAG) == run_id:
         return  # another step of this run already did (and kept the first prior value)
-    instance.add_run_tags(
+    add_run_tags(
+        instance,
         run_id,
         {
             RETRY_ON_STEP_FAILURE_TAG: "false",
@@ -316,8 +321,8 @@ def restore_run_retries(instance: dg.DagsterInstance, run_id: str) -> None:
     marked = tags.get(NO_RETRY_RUN_TAG)
     if not marked or marked == run_id:
         return
-    prior = tags.get(PRIOR_RETRY_TAG) or str(instance.run_retries_retry_on_asset_or_op_failure).lower()
-    instance.add_run_tags(run_id, {RETRY_ON_STEP_FAILURE_TAG: prior, NO_RETRY_RUN_TAG: "", PRIOR_RETRY_TAG: ""})
+    prior = tags.get(PRIOR_RETRY_TAG) or str(retries_on_step_failure(instance)).lower()
+    add_run_tags(instance, run_id, {RETRY_ON_STEP_FAILURE_TAG: prior, NO_RETRY_RUN_TAG: "", PRIOR_RETRY_TAG: ""})
 
 
 def _run_tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:

@@ -14,6 +14,7 @@ import dagster as dg
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.dagster_internals import add_partition_output_metadata, output_run
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import ConfigError
@@ -215,13 +216,8 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         )
         if partition_counts:
             # Each partition of a batch gets its own row count on its materialization.
-            step_context = context.step_context
             for partition, count in partition_counts.items():
-                step_context.add_asset_metadata(
-                    {"dagster/row_count": dg.MetadataValue.int(count)},
-                    asset_key=context.asset_key,
-                    partition_key=partition,
-                )
+                add_partition_output_metadata(context, {"dagster/row_count": dg.MetadataValue.int(count)}, partition)
 
     def load_input(self, context: dg.InputContext) -> Any:
         session = self.spark.get_session()
@@ -264,15 +260,13 @@ def with_partition_column(spark: SparkSession, df: DataFrame, keys: Sequence[str
 
 def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] = ()) -> CommitStamp:
     partition = describe_slice(partitions)
-    try:
-        step_context = context.step_context
-    except Exception:  # a bare build_output_context() in tests has no step context
-        step_context = None
+    # None for a bare build_output_context() in tests.
+    run, instance = output_run(context) or (None, None)
     idempotency_id = context.run_id
-    if step_context is not None and _continues_a_failed_run(step_context):
+    if run is not None and _continues_a_failed_run(run, instance):
         # A re-execution from failure continues the original run: an append that an
         # earlier attempt already committed must not be repeated.
-        idempotency_id = step_context.dagster_run.root_run_id
+        idempotency_id = run.root_run_id
     return CommitStamp(
         run_id=context.run_id,
         asset=f"{uri.schema}/{uri.table}",
@@ -281,17 +275,16 @@ def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] =
     )
 
 
-def _continues_a_failed_run(step_context: Any) -> bool:
+def _continues_a_failed_run(run: dg.DagsterRun, instance: dg.DagsterInstance) -> bool:
     """Whether this run re-executes a failed run (UI/daemon tag it; the Python API does not).
 
     A re-execution of a *successful* run is a deliberate new load and appends again.
     """
-    run = step_context.dagster_run
     if not run.root_run_id:
         return False
     if any(run.tags.get(tag) == "true" for tag in _RESUME_RETRY_TAGS):
         return True
-    parent = step_context.instance.get_run_by_id(run.parent_run_id) if run.parent_run_id else None
+    parent = instance.get_run_by_id(run.parent_run_id) if run.parent_run_id else None
     return parent is not None and parent.status in (
         dg.DagsterRunStatus.FAILURE,
         dg.DagsterRunStatus.CANCELED,

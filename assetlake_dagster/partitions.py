@@ -16,6 +16,7 @@ from typing import Any, Optional
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
+from assetlake_dagster.dagster_internals import time_window_of
 from assetlake_dagster.spec import PARTITION_COLUMN, PartitionKind, PartitionSpec, UpstreamSpec, parse_partition_datetime
 
 _TIME_WINDOW_CLASSES = {
@@ -114,7 +115,7 @@ def run_slices(context: dg.AssetExecutionContext) -> list[PartitionSlice]:
     if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
         slices = []
         for key in keys:
-            window = partitions_def.time_window_for_partition_key(key)
+            window = time_window_of(partitions_def, key)
             slices.append(PartitionSlice(key, window.start, window.end))
         return slices
     return [PartitionSlice(key) for key in keys]

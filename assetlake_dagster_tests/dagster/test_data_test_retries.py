@@ -12,19 +12,28 @@ import sys
 
 import dagster as dg
 import pytest
+# Dagster has no public API for run retries: these private names run a real code location's
+# job as a run the daemon can retry, and the auto-reexecution daemon's own pass over the event log.
+# Executing a launched run of a code location (the run launcher's job, not execute_in_process).
 from dagster._core.execution.api import execute_run
+# How the daemon re-executes a run (from failure or all steps).
 from dagster._core.execution.plan.resume_retry import ReexecutionStrategy
+# A code location loaded in this process, as the daemon's workspace sees it.
 from dagster._core.remote_origin import InProcessCodeLocationOrigin
+# The run tags the daemon reads and writes, spelled as Dagster spells them.
 from dagster._core.storage.tags import (
     AUTO_RETRY_RUN_ID_TAG,
     RETRY_NUMBER_TAG,
     RUN_FAILURE_REASON_TAG,
     WILL_RETRY_TAG,
 )
+# The workspace the daemon runs against.
 from dagster._core.test_utils import InProcessTestWorkspaceLoadTarget
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext
+# The auto-reexecution daemon itself, which decides and submits the retries.
 from dagster._daemon.auto_run_reexecution.event_log_consumer import EventLogConsumerDaemon
+# The job of a run's origin, as a run worker reconstructs it.
 from dagster._utils.hosted_user_process import recon_job_from_origin
 
 from assetlake_dagster.data_tests import RETRY_ON_STEP_FAILURE_TAG
@@ -42,7 +51,8 @@ def retrying(lake_root, tmp_path, monkeypatch):
     monkeypatch.setenv("ASSETLAKE_LAKE_ROOT", lake_root)
     overrides = {
         "run_retries": {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": True},
-        # Queue the retries the daemon submits instead of launching them.
+        # Queue the retries the daemon submits instead of launching them (Dagster's own test
+        # coordinator; no public one only queues).
         "run_coordinator": {"module": "dagster._core.test_utils", "class": "MockedRunCoordinator"},
     }
     home = tmp_path / "dagster_home"

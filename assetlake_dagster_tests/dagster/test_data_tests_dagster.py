@@ -10,6 +10,7 @@ import os
 
 import dagster as dg
 import pytest
+# Not exported by `dagster`: the status type of the instance's check history, which the UI shows.
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from assetlake_dagster.build import build_definitions

@@ -6,7 +6,6 @@ import os
 import subprocess
 
 import dagster as dg
-from dagster._core.instance.ref import InstanceRef
 from pyspark.sql import functions as F
 
 from assetlake_dagster.delta_sql import read
@@ -112,7 +111,7 @@ def test_cli_backfills_and_materializes_the_demo(spark, tmp_path, monkeypatch, c
     assert staging.where(f"{PARTITION_COLUMN} <> CAST(order_date AS STRING)").count() == 0
     assert staging.select(PARTITION_COLUMN).distinct().count() == 60
     # Dagster recorded every partition as materialized (what the UI shows).
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+    with dg.DagsterInstance.get() as instance:  # DAGSTER_HOME is `home` (set above)
         done = instance.get_materialized_partitions(dg.AssetKey(["staging", "orders"]))
         assert done == {(dt.date(2024, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(60)}
         monthly_done = instance.get_materialized_partitions(dg.AssetKey(["analytics", "monthly_revenue"]))

@@ -8,6 +8,7 @@ the table at its prior version.
 import threading
 
 import pytest
+# Not exported by `dagster`: the substrings Dagster rejects in partition keys (generated keys avoid them).
 from dagster._core.definitions.partitions.utils.base import INVALID_PARTITION_SUBSTRINGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

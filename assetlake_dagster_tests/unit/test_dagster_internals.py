@@ -1,8 +1,12 @@
-"""The private Dagster names assetlake relies on still exist and still mean what we use.
+"""The private Dagster names and non-public members assetlake relies on still exist and
+still mean what we use.
 
-``assetlake_dagster/dagster_internals.py`` is the one module importing ``dagster._…``;
-a Dagster release that moves or changes one of them fails here, by name.
+``assetlake_dagster/dagster_internals.py`` is the one module importing ``dagster._…`` or
+using a member of a Dagster class that is not ``@public``; a Dagster release that moves or
+changes one of them fails here, by name.
 """
+
+import warnings
 
 import dagster as dg
 
@@ -19,6 +23,31 @@ def test_the_library_imports_private_dagster_names_only_through_the_adapter():
         str(path.relative_to(package))
         for path in package.rglob("*.py")
         if path.name != "dagster_internals.py" and private.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+#: Members of public Dagster classes that are not @public, each used through one adapter function.
+_NON_PUBLIC_MEMBERS = (
+    "add_asset_metadata", "add_run_tags", "asset_check_evaluation_data", "backfill_policy", "event_type_value",
+    "get_asset_check_evaluations", "get_materialized_partitions", "get_output_name_for_asset_check_key",
+    "resolve_assets_def", "resolve_implicit_job_def_def_for_assets", "resolve_job_def",
+    "run_retries_retry_on_asset_or_op_failure", "step_context", "time_window_for_partition_key",
+)
+
+
+def test_the_library_uses_non_public_dagster_members_only_through_the_adapter():
+    import pathlib
+    import re
+
+    package = pathlib.Path(di.__file__).parent
+    member = re.compile(r"\.(" + "|".join(_NON_PUBLIC_MEMBERS) + r")\b")
+    offenders = [
+        f"{path.relative_to(package)}:{number}: {line.strip()}"
+        for path in package.rglob("*.py")
+        if path.name != "dagster_internals.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if member.search(line)
     ]
     assert offenders == []
 
@@ -50,3 +79,70 @@ def test_a_check_evaluation_accepts_the_target_materialization_type():
         partition="2024-01-01",
     )
     assert evaluation.target_materialization_data.storage_id == 1
+
+
+# -- the members of public classes that are not @public -------------------------------------
+_DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-04")
+
+
+class _RecordingIOManager(dg.IOManager):
+    """Calls the IO manager adapters as the Delta IO manager does, and keeps what they gave."""
+
+    def __init__(self):
+        self.seen: dict = {}
+
+    def handle_output(self, context: dg.OutputContext, obj) -> None:
+        self.seen["run"] = di.output_run(context)
+        di.add_partition_output_metadata(context, {"rows": dg.MetadataValue.int(7)}, context.asset_partition_keys[0])
+
+    def load_input(self, context: dg.InputContext):
+        raise NotImplementedError
+
+
+def _events():
+    yield dg.Output(1)
+    yield dg.AssetCheckResult(check_name="positive", passed=True)
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.BetaWarning)  # @asset(backfill_policy=) is beta in Dagster 1.13
+    events = dg.asset(
+        name="events",
+        partitions_def=_DAILY,
+        backfill_policy=dg.BackfillPolicy.multi_run(2),
+        check_specs=[dg.AssetCheckSpec("positive", asset="events")],
+    )(_events)
+
+
+def test_definition_lookups_answer_as_the_library_expects():
+    defs = dg.Definitions(assets=[events])
+    key = dg.AssetKey("events")
+    assets_def = di.resolve_assets_def(defs, key)
+    assert assets_def.keys == {key}
+    assert di.backfill_policy_of(assets_def).max_partitions_per_run == 2
+    assert di.check_output_name(assets_def, dg.AssetCheckKey(key, "positive")) in assets_def.node_def.output_dict
+    window = di.time_window_of(_DAILY, "2024-01-02")
+    assert (window.start.isoformat()[:10], window.end.isoformat()[:10]) == ("2024-01-02", "2024-01-03")
+    assert di.implicit_asset_job(defs, [key]).partitions_def == _DAILY
+    job = dg.define_asset_job("only_events", selection=[key])
+    assert di.resolve_job_def(dg.Definitions.merge(defs, dg.Definitions(jobs=[job])), "only_events").name == "only_events"
+
+
+def test_run_and_instance_adapters_work_on_a_real_run():
+    io_manager = _RecordingIOManager()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([events], instance=instance, partition_key="2024-01-02", resources={"io_manager": io_manager})
+        assert result.dagster_run.is_success
+        run, run_instance = io_manager.seen["run"]
+        assert run.run_id == result.run_id and run.root_run_id is None and run_instance is instance
+        assert di.output_run(dg.build_output_context()) is None
+        [evaluation] = di.check_evaluations(result)
+        assert (evaluation.check_name, evaluation.passed) == ("positive", True)
+        assert di.materialized_partitions(instance, dg.AssetKey("events")) == {"2024-01-02"}
+        record = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("events"), asset_partitions=["2024-01-02"]), limit=1
+        ).records[0]
+        assert record.asset_materialization.metadata["rows"] == dg.MetadataValue.int(7)
+        assert isinstance(di.retries_on_step_failure(instance), bool)
+        di.add_run_tags(instance, result.run_id, {"assetlake/test": "yes"})
+        assert instance.get_run_by_id(result.run_id).tags["assetlake/test"] == "yes"
