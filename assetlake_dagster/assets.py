@@ -1,6 +1,6 @@
 """SQL files -> Dagster assets whose compute runs the SQL and hands the rows to the IO manager."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 import dagster as dg
@@ -13,7 +13,7 @@ from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import backfill_policy, run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark_session import local_checkpoint
-from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
+from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
 from assetlake_dagster.sql_runner import (
     argument_config_schema,
     bind_arguments,
@@ -39,14 +39,24 @@ SPARK_RESOURCE_KEY = "spark"
 UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
 
 
-def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.AssetsDefinition:
+def build_sql_asset(
+    spec: SqlAssetSpec,
+    translator: AssetlakeTranslator,
+    keys_by_table: Optional[Mapping[TableUri, dg.AssetKey]] = None,
+) -> dg.AssetsDefinition:
     """One annotated SQL file -> one asset.
 
     Managed files return the SELECT's DataFrame; the Delta IO manager writes it with the
     file's strategy. ``manual`` files run every statement themselves and only record the
     table's resulting version.
+
+    Args:
+        spec: the parsed file.
+        translator: decides the Dagster attributes.
+        keys_by_table: the (translated) asset key of each table of the definitions, so
+            deps on upstream tables follow a translator that renames keys.
     """
-    asset_spec = translator.get_asset_spec(spec)
+    asset_spec = with_write_contract(translator.get_asset_spec(spec), spec, keys_by_table or {})
     output_name = asset_spec.key.to_python_identifier()
 
     managed = spec.materialize.strategy is not WriteStrategy.MANUAL
@@ -99,6 +109,30 @@ def build_sql_asset(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dg.A
             resource.release_session(spark)
 
     return _sql_asset
+
+
+def with_write_contract(
+    asset_spec: dg.AssetSpec, spec: SqlAssetSpec, keys_by_table: Mapping[TableUri, dg.AssetKey]
+) -> dg.AssetSpec:
+    """The translator's ``AssetSpec`` plus what no translator override may change.
+
+    The write contract (the file's ``MaterializeSpec``) is attached here, after the
+    translator, so a ``get_metadata`` override without ``super()`` cannot turn a merge
+    into an overwrite. Deps on tables of these definitions point at those tables'
+    translated keys (a ``get_asset_key`` that adds a prefix leaves no phantom,
+    unprefixed upstream in the graph); other deps stay as the translator made them.
+
+    Example:
+        >>> spec = with_write_contract(translator.get_asset_spec(sql), sql, {})  # doctest: +SKIP
+        >>> spec.metadata["assetlake/write"]["strategy"]  # doctest: +SKIP
+        'merge'
+    """
+    translated = {dg.AssetKey(uri.asset_key_path): key for uri, key in keys_by_table.items()}
+    deps = [
+        dg.AssetDep(translated.get(dep.asset_key, dep.asset_key), partition_mapping=dep.partition_mapping)
+        for dep in asset_spec.deps
+    ]
+    return asset_spec.replace_attributes(deps=deps, metadata={**asset_spec.metadata, **spec.materialize.to_metadata()})
 
 
 def _run_sql_asset(

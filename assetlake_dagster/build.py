@@ -7,11 +7,13 @@ from typing import Optional, Union
 import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
-from assetlake_dagster.io_manager import DeltaIOManager
+from assetlake_dagster.io_manager import TABLE_METADATA_KEY, DeltaIOManager
 from assetlake_dagster.project import load_project
-from assetlake_dagster.python_assets import AssetLike
+from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spec import TableUri
 from assetlake_dagster.translator import AssetlakeTranslator
+
 
 def build_definitions(
     project_dir: Union[str, os.PathLike],
@@ -52,18 +54,18 @@ def build_definitions(
     # The one load: every file's problems, the cross-file ones included, come from here.
     project = load_project(project_dir, python_assets=python_assets, load_python_files=load_python_files)
     extra: list[AssetLike] = list(project.python_assets)
-    sql_assets = [build_sql_asset(spec, translator) for spec in project.assets]
+    # Every table of these definitions under its translated key: deps follow a translator
+    # that renames keys (e.g. adds a prefix), so the graph has no phantom upstreams.
+    keys_by_table = {spec.uri: translator.get_asset_key(spec) for spec in project.assets}
+    keys_by_table.update({uri: translator.get_external_asset_key(uri) for uri in project.external})
+    keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
+    sql_assets = [build_sql_asset(spec, translator, keys_by_table) for spec in project.assets]
 
-    produced = {key for a in extra for key in _keys(a)}
     readers: dict = {}
     for spec in project.assets:
         for up in spec.upstreams:
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-    external = [
-        translator.get_external_asset_spec(uri, readers.get(uri))
-        for uri in project.external
-        if translator.get_external_asset_key(uri) not in produced
-    ]
+    external = [_external_asset_spec(translator, uri, readers.get(uri)) for uri in project.external]
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
@@ -74,5 +76,9 @@ def build_definitions(
     )
 
 
-def _keys(asset: AssetLike) -> set[dg.AssetKey]:
-    return {asset.key} if isinstance(asset, dg.AssetSpec) else set(asset.keys)
+def _external_asset_spec(translator: AssetlakeTranslator, uri: TableUri, readers: Optional[list[str]]) -> dg.AssetSpec:
+    """The translator's spec of an external table, with its table named after the translator
+    ran (so the IO manager finds the table whatever key the translator chose)."""
+    spec = translator.get_external_asset_spec(uri, readers)
+    return spec.replace_attributes(metadata={**spec.metadata, TABLE_METADATA_KEY: str(uri)})
+

@@ -1,8 +1,11 @@
 """The Delta IO manager: every asset output becomes one managed Delta commit.
 
-SQL assets and Python assets share this path. The strategy comes from the asset's
-definition metadata (``assetlake/write``), which SQL files get from their
-``-- materialize`` line and Python assets from :func:`managed_write`.
+SQL assets and Python assets share this path. The table and the strategy come from the
+write contract in the asset's definition metadata (``assetlake/write``, a
+:class:`~assetlake_dagster.spec.MaterializeSpec`), which SQL assets get from their
+``-- materialize`` line (attached after the translator, so no override drops it) and
+Python assets from :func:`managed_write`. Only a Python asset whose contract names no
+table falls back to its key ``[schema, table]``.
 
 No ``from __future__ import annotations`` here: Dagster introspects IO manager fields.
 """
@@ -20,19 +23,26 @@ from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, register_current_view, register_table
 from assetlake_dagster.materialization import (
-    json_metadata_value,
     materialization_metadata,
     partition_row_counts,
 )
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spec import TableUri, WriteStrategy
+from assetlake_dagster.spec import (
+    WRITE_METADATA_KEY,
+    MaterializeSpec,
+    TableUri,
+    WriteStrategy,
+    contract_table,
+    write_contract,
+)
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
 
-WRITE_METADATA_KEY = "assetlake/write"
+#: Catalog metadata naming an asset's table; external tables carry it (they have no contract).
+TABLE_METADATA_KEY = "assetlake/table"
 #: Input metadata key for time travel: read the upstream table as of this Delta version.
 READ_VERSION_KEY = "assetlake/version"
 #: Tags Dagster puts on "re-execute from (asset) failure" runs, including automatic retries.
@@ -44,6 +54,7 @@ def managed_write(
     key: Sequence[str] = (),
     track: Sequence[str] = (),
     deletes: Optional[str] = None,
+    table: Optional[str] = None,
 ) -> dict[str, Any]:
     """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
 
@@ -55,6 +66,8 @@ def managed_write(
             every non-key column).
         deletes: ``history`` only: ``"close"`` closes keys absent from the snapshot
             (default: they stay current).
+        table: the Delta table, ``delta://<schema>/<table>`` (default: the asset key,
+            which must then be ``[schema, table]``). Name it when the key has a prefix.
 
     Example:
         >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
@@ -62,6 +75,8 @@ def managed_write(
         ...     return spark.get_session().createDataFrame([(1, "Ann")], "id int, name string")
         >>> managed_write("history", key=["id"], track=["tier"], deletes="close")
         {'assetlake/write': {'strategy': 'history', 'key': ['id'], 'track': ['tier'], 'deletes': 'close'}}
+        >>> managed_write("append", table="delta://raw/events")
+        {'assetlake/write': {'table': 'delta://raw/events', 'strategy': 'append', 'key': [], 'track': [], 'deletes': None}}
     """
     kind = WriteStrategy(strategy)
     if kind is WriteStrategy.MANUAL:
@@ -81,10 +96,32 @@ def managed_write(
     overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
     if overlap:
         raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
-    if kind is WriteStrategy.HISTORY:
-        spec = {"strategy": kind.value, "key": list(key), "track": list(track), "deletes": deletes}
-        return {WRITE_METADATA_KEY: spec}
-    return {WRITE_METADATA_KEY: {"strategy": kind.value, "key": list(key)}}
+    uri = TableUri.parse(table) if table is not None else None
+    return {WRITE_METADATA_KEY: write_contract(kind, tuple(key), tuple(track), deletes == "close", uri)}
+
+
+def materialize_spec_for(asset_key: dg.AssetKey, metadata: Any) -> MaterializeSpec:
+    """The write contract of an asset, from its definition metadata.
+
+    The table is the contract's own; without one (a Python asset that named no
+    ``table=``, an external table, no contract at all) the catalog's ``assetlake/table``,
+    and last the two-part asset key. The strategy defaults to ``replace``.
+
+    Example:
+        >>> meta = managed_write("merge", key=["id"], table="delta://s/t")
+        >>> spec = materialize_spec_for(dg.AssetKey(["lake", "s", "t"]), meta)
+        >>> str(spec.uri), spec.strategy.value, spec.key
+        ('delta://s/t', 'merge', ('id',))
+    """
+    uri = contract_table(metadata)
+    if uri is None:
+        named = (metadata or {}).get(TABLE_METADATA_KEY)
+        named = getattr(named, "value", named)
+        uri = TableUri.parse(named) if isinstance(named, str) else table_uri_for(asset_key)
+    try:
+        return MaterializeSpec.from_metadata(metadata, default_uri=uri)
+    except ValueError as exc:
+        raise ConfigError(f"asset {asset_key.to_user_string()}: {exc}. Use managed_write(...) to set it.") from exc
 
 
 def table_uri_for(asset_key: dg.AssetKey) -> TableUri:
@@ -92,8 +129,9 @@ def table_uri_for(asset_key: dg.AssetKey) -> TableUri:
     path = asset_key.path
     if len(path) != 2:
         raise ConfigError(
-            f"asset key {asset_key.to_user_string()} has {len(path)} parts; the Delta IO manager "
-            "needs [schema, table], e.g. key=['analytics', 'orders']."
+            f"asset key {asset_key.to_user_string()} has {len(path)} parts and its metadata names no "
+            "table; the Delta IO manager needs key=['schema', 'table'] (e.g. ['analytics', 'orders']) "
+            "or managed_write(..., table='delta://schema/table')."
         )
     try:
         return TableUri(path[0], path[1])
@@ -166,8 +204,9 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         # A Spark DataFrame is written in its own session (a SQL asset's, with its
         # setup's temp views); pandas goes through the process's shared one.
         session = obj.sparkSession if isinstance(obj, DataFrame) else self.spark.get_session()
-        uri = table_uri_for(context.asset_key)
-        strategy, key, track, close_deletes = _write_spec(context.definition_metadata)
+        contract = materialize_spec_for(context.asset_key, context.definition_metadata)
+        uri, strategy = contract.uri, contract.strategy
+        key, track, close_deletes = contract.key, contract.track, contract.close_deletes
         partitions = tuple(context.asset_partition_keys) if context.has_asset_partitions else ()
         if context.has_asset_partitions and not partitions:
             # Fail closed: a partitioned write without keys must never become a whole-table one.
@@ -221,24 +260,15 @@ class DeltaIOManager(dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext) -> Any:
         session = self.spark.get_session()
-        uri = table_uri_for(context.asset_key)
+        # The upstream's own contract names its table (its key may carry a prefix).
+        upstream = context.upstream_output.definition_metadata if context.upstream_output else None
+        uri = materialize_spec_for(context.asset_key, upstream).uri
         version = (context.definition_metadata or {}).get(READ_VERSION_KEY)
         version = getattr(version, "value", version)
         df = read(session, self.lake.table_path(uri), version)
         if context.dagster_type.typing_type is pd.DataFrame:
             return df.toPandas()
         return df
-
-
-def _write_spec(metadata: Any) -> tuple[WriteStrategy, tuple[str, ...], tuple[str, ...], bool]:
-    """Strategy, key, track and close_deletes from the ``assetlake/write`` metadata."""
-    raw = json_metadata_value((metadata or {}).get(WRITE_METADATA_KEY)) or {}
-    return (
-        WriteStrategy(raw.get("strategy", "replace")),
-        tuple(raw.get("key") or ()),
-        tuple(raw.get("track") or ()),
-        raw.get("deletes") == "close",
-    )
 
 
 def with_partition_column(spark: SparkSession, df: DataFrame, keys: Sequence[str], uri: TableUri) -> DataFrame:

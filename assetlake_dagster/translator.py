@@ -12,9 +12,8 @@ import dagster as dg
 
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
-from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
+from assetlake_dagster.spec import SqlAssetSpec, TableUri
 
-WRITE_METADATA_KEY = "assetlake/write"
 BASE_KINDS = ("spark", "delta")
 
 
@@ -69,6 +68,12 @@ class AssetlakeTranslator:
         return partitions_definition(spec.partitions) if spec.partitions else None
 
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
+        """Catalog metadata: table name, file, code reference.
+
+        The write contract (``assetlake/write``) is not part of it: the assets attach it
+        after the translator has run, so an override of this method (with or without
+        ``super()``) can neither drop nor change how the table is written.
+        """
         line = spec.materialize.location.line if spec.materialize.location else 1
         with warnings.catch_warnings():
             # Code references are "beta" in Dagster 1.13; the warning would print per file.
@@ -84,14 +89,6 @@ class AssetlakeTranslator:
             "assetlake/file": display_path(spec.path),
             "dagster/code_references": code_references,
         }
-        if spec.materialize.strategy is not WriteStrategy.MANUAL:
-            metadata[WRITE_METADATA_KEY] = {
-                "strategy": spec.materialize.strategy.value,
-                "key": list(spec.materialize.key),
-            }
-        if spec.materialize.strategy is WriteStrategy.HISTORY:
-            metadata[WRITE_METADATA_KEY]["track"] = list(spec.materialize.track)
-            metadata[WRITE_METADATA_KEY]["deletes"] = "close" if spec.materialize.close_deletes else None
         return metadata
 
     def get_asset_spec(self, spec: SqlAssetSpec) -> dg.AssetSpec:

@@ -35,6 +35,7 @@ from assetlake_dagster.spec.model import (
     DataTestKind as DataTestKind,
     ArgumentType as ArgumentType,
     MaterializeSpec as MaterializeSpec,
+    contract_table as contract_table,
     write_contract as write_contract,
     PartitionSpec as PartitionSpec,
     WindowSpec as WindowSpec,

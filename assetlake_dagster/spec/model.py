@@ -131,11 +131,8 @@ class MaterializeSpec:
             >>> MaterializeSpec.from_metadata(meta).strategy
             <WriteStrategy.APPEND: 'append'>
         """
-        raw = (metadata or {}).get(WRITE_METADATA_KEY)
-        raw = getattr(raw, "value", raw)
-        raw = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
-        table = raw.get("table")
-        uri = TableUri.parse(table) if table else default_uri
+        raw = _contract(metadata)
+        uri = contract_table(metadata) or default_uri
         if uri is None:
             raise ValueError(f"the asset's {WRITE_METADATA_KEY} metadata names no table")
         return cls(
@@ -145,6 +142,27 @@ class MaterializeSpec:
             track=tuple(raw.get("track") or ()),
             close_deletes=raw.get("deletes") == "close",
         )
+
+
+def contract_table(metadata: Optional[Mapping[str, Any]]) -> Optional[TableUri]:
+    """The table the write contract in ``metadata`` names, if it names one.
+
+    Example:
+        >>> contract_table(MaterializeSpec(TableUri("s", "t"), WriteStrategy.REPLACE).to_metadata())
+        TableUri(schema='s', table='t')
+        >>> contract_table({}) is None
+        True
+    """
+    table = _contract(metadata).get("table")
+    return TableUri.parse(table) if table else None
+
+
+def _contract(metadata: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    # Dagster hands definition metadata back as JsonMetadataValue (``.value``); raw dicts
+    # and JSON text (older stored metadata) are accepted too.
+    raw = (metadata or {}).get(WRITE_METADATA_KEY)
+    raw = getattr(raw, "value", raw)
+    return json.loads(raw) if isinstance(raw, str) else dict(raw or {})
 
 
 def write_contract(

@@ -52,6 +52,7 @@ def test_history_definitions_depend_on_the_table_not_the_view(spark, lake_root):
     assert {d.asset_key for d in counts.deps} == {dg.AssetKey(["dim", "customer"])}
     dim = next(iter(defs.resolve_assets_def(dg.AssetKey(["dim", "customer"])).specs))
     assert dim.metadata["assetlake/write"] == {
+        "table": "delta://dim/customer",
         "strategy": "history",
         "key": ["id"],
         "track": ["name", "tier"],

@@ -187,8 +187,43 @@ def test_managed_write_history_validation(kwargs, message):
 
 
 def test_managed_write_history_metadata():
-    from assetlake_dagster.io_manager import _write_spec, managed_write
+    import dagster as dg
 
+    from assetlake_dagster.io_manager import managed_write, materialize_spec_for
+    from assetlake_dagster.spec import MaterializeSpec
+
+    key = dg.AssetKey(["s", "t"])
     metadata = managed_write("history", key=["id"], track=["tier"], deletes="close")
-    assert _write_spec(metadata) == (WriteStrategy.HISTORY, ("id",), ("tier",), True)
-    assert _write_spec(managed_write("history", key=["id"])) == (WriteStrategy.HISTORY, ("id",), (), False)
+    assert materialize_spec_for(key, metadata) == MaterializeSpec(
+        TableUri("s", "t"), WriteStrategy.HISTORY, key=("id",), track=("tier",), close_deletes=True
+    )
+    plain = materialize_spec_for(key, managed_write("history", key=["id"]))
+    assert (plain.strategy, plain.key, plain.track, plain.close_deletes) == (WriteStrategy.HISTORY, ("id",), (), False)
+
+
+@pytest.mark.parametrize(
+    "key, metadata, expected",
+    [
+        pytest.param(["s", "t"], {}, ("delta://s/t", "replace"), id="no-contract-two-part-key"),
+        pytest.param(["lake", "s", "t"], {"assetlake/write": {"table": "delta://s/t", "strategy": "merge", "key": ["id"]}},
+                     ("delta://s/t", "merge"), id="contract-names-the-table"),
+        pytest.param(["lake", "s", "t"], {"assetlake/table": "delta://s/t"}, ("delta://s/t", "replace"), id="external-table"),
+    ],
+)
+def test_the_table_comes_from_the_contract_not_the_key(key, metadata, expected):
+    import dagster as dg
+
+    from assetlake_dagster.io_manager import materialize_spec_for
+
+    spec = materialize_spec_for(dg.AssetKey(key), metadata)
+    assert (str(spec.uri), spec.strategy.value) == expected
+
+
+def test_a_prefixed_key_without_a_table_is_a_clear_error():
+    import dagster as dg
+
+    from assetlake_dagster.errors import ConfigError
+    from assetlake_dagster.io_manager import managed_write, materialize_spec_for
+
+    with pytest.raises(ConfigError, match=re.escape("managed_write(..., table='delta://schema/table')")):
+        materialize_spec_for(dg.AssetKey(["lake", "s", "t"]), managed_write("merge", key=["id"]))
