@@ -1,11 +1,10 @@
 """SQL files -> Dagster assets whose compute runs the SQL and hands the rows to the IO manager."""
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.dagster_internals import check_output_name
 from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake import ensure_schema, register_table
@@ -22,16 +21,15 @@ from assetlake_dagster.sql_runner import (
     run_sql_slices,
 )
 from assetlake_dagster.translator import AssetlakeTranslator
-from assetlake_dagster.data_tests import (
-    AssetCheckEvaluationTargetMaterializationData,
-    TestOutcome,
+from assetlake_dagster.checks import (
     audit_failure,
-    blocking_failures,
+    check_events,
     check_specs,
-    evaluate_run,
     refuse_run_retries,
     restore_run_retries,
+    selected_tests,
 )
+from assetlake_dagster.data_tests import blocking_failures, evaluate_run
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.writes.commit import current_version
 
@@ -156,7 +154,7 @@ def _run_sql_asset(
     if not managed:
         yield _run_manual(context, spark, lake, spec, args, upstream_versions, slices)
         return
-    tests = _selected_tests(context, spec, asset_spec.key)
+    tests = selected_tests(context, spec, asset_spec.key)
     partitions = [s.key for s in slices]
     if asset_spec.key not in context.selected_asset_keys:
         # Checks run on their own: test the committed table, write nothing.
@@ -168,7 +166,7 @@ def _run_sql_asset(
         if blocking_failures(outcomes):
             # Dagster fails the step for a failed blocking check; retrying cannot help.
             refuse_run_retries(context.instance, context.run.run_id)
-        yield from _check_events(context, asset_spec.key, outcomes)
+        yield from check_events(context, asset_spec.key, outcomes)
         return
     df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
     outcomes = []
@@ -184,7 +182,7 @@ def _run_sql_asset(
                 context.log.warning(outcome.message(str(spec.uri)))
         if blocking_failures(outcomes):
             # Nothing is written: the results judge the table as it stays.
-            yield from _check_events(context, asset_spec.key, outcomes)
+            yield from check_events(context, asset_spec.key, outcomes)
             refuse_run_retries(context.instance, context.run.run_id)
             raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
     output = dg.Output(
@@ -197,59 +195,12 @@ def _run_sql_asset(
         # status only while the evaluation targets that partition's latest
         # materialization, which the write below creates (the tests ran before it).
         yield output
-        yield from _check_events(context, asset_spec.key, outcomes)
+        yield from check_events(context, asset_spec.key, outcomes)
     else:
         # Unpartitioned: as before the write (Dagster counts an evaluation from the run
         # that materialized the asset as current).
-        yield from _check_events(context, asset_spec.key, outcomes)
+        yield from check_events(context, asset_spec.key, outcomes)
         yield output
-
-
-def _check_events(
-    context: dg.AssetExecutionContext, key: dg.AssetKey, outcomes: Sequence[TestOutcome]
-) -> Iterator[Any]:
-    """The check results of ``outcomes``, each recorded for its partition (if any).
-
-    Dagster gives an ``AssetCheckResult`` the ``dagster/partition`` of the run, which a
-    partition range run (a batch, even of one key) does not have. There we yield one
-    ``AssetCheckEvaluation`` per check per partition ourselves, plus once per check the
-    (empty) output a result would have produced: downstream steps gated on a blocking
-    check wait for that output.
-    """
-    outputs_done: set[str] = set()
-    targets: dict[str, Optional[AssetCheckEvaluationTargetMaterializationData]] = {}
-    for outcome in outcomes:
-        if outcome.partition is None or context.has_partition_key:
-            yield outcome.check_result(key)
-            continue
-        output_name = check_output_name(context.assets_def, dg.AssetCheckKey(key, outcome.test.name))
-        if output_name not in outputs_done:
-            outputs_done.add(output_name)
-            yield dg.Output(None, output_name=output_name)
-        if outcome.partition not in targets:
-            targets[outcome.partition] = _latest_materialization(context.instance, key, outcome.partition)
-        yield outcome.check_evaluation(key, targets[outcome.partition])
-
-
-def _latest_materialization(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str
-) -> Optional[AssetCheckEvaluationTargetMaterializationData]:
-    """The partition's latest materialization (what ``AssetCheckResult`` looks up for one)."""
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
-    ).records
-    if not records:
-        return None
-    return AssetCheckEvaluationTargetMaterializationData(
-        storage_id=records[0].storage_id,
-        run_id=records[0].event_log_entry.run_id,
-        timestamp=records[0].event_log_entry.timestamp,
-    )
-
-
-def _selected_tests(context: dg.AssetExecutionContext, spec: SqlAssetSpec, key: dg.AssetKey) -> list:
-    selected = context.selected_asset_check_keys
-    return [t for t in spec.data_tests if dg.AssetCheckKey(key, t.name) in selected]
 
 
 def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:
