@@ -206,38 +206,27 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         session = obj.sparkSession if isinstance(obj, DataFrame) else self.spark.get_session()
         contract = materialize_spec_for(context.asset_key, context.definition_metadata)
         uri, strategy = contract.uri, contract.strategy
-        key, track, close_deletes = contract.key, contract.track, contract.close_deletes
+        write = strategy_for(strategy)
         partitions = tuple(context.asset_partition_keys) if context.has_asset_partitions else ()
         if context.has_asset_partitions and not partitions:
             # Fail closed: a partitioned write without keys must never become a whole-table one.
             raise ConfigError(f"{uri}: the run names no partition keys; nothing was written.")
-        if partitions and strategy_for(strategy).whole_table_only:
+        if partitions and write.whole_table_only:
             others = "/".join(s.value for s, w in STRATEGIES.items() if not w.whole_table_only)
-            raise ConfigError(
-                f"{uri}: {strategy_for(strategy).title} is whole-table only; remove the partitions or use {others}."
-            )
-        target = WriteTarget(
-            uri=uri,
-            path=self.lake.table_path(uri),
-            strategy=strategy,
-            stamp=_stamp(context, uri, partitions),
-            key=key,
-            track=track,
-            close_deletes=close_deletes,
-            partitions=partitions,
-        )
+            raise ConfigError(f"{uri}: {write.title} is whole-table only; remove the partitions or use {others}.")
+        target = WriteTarget.from_spec(contract, self.lake.table_path(uri), _stamp(context, uri, partitions), partitions)
         df = to_spark(session, obj)
         if partitions:
             df = with_partition_column(session, df, partitions, uri)
         try:
-            result = write_with_retries(strategy_for(strategy), session, df, target, context.log)
+            result = write_with_retries(write, session, df, target, context.log)
         except Exception as exc:
             lost = engine_lost_failure(exc, f"the write of {uri}", None if self.lake.is_url else target.path)
             if lost is not None:
                 raise lost from exc
             raise
         register_table(session, self.lake, uri)
-        if strategy is WriteStrategy.HISTORY:
+        if write.current_view:
             # Kept in step with every run, committed or not, so later steps can read it.
             register_current_view(session, self.lake, uri)
         context.log.info(

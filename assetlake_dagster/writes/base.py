@@ -49,6 +49,7 @@ class WriteStrategyBase(ABC):
         needs_key: requires ``key=`` columns (and only such strategies accept them).
         history_options: accepts ``track=`` and ``deletes=`` (SCD2 options).
         whole_table_only: cannot write a partitioned table.
+        current_view: keeps a ``<table>_current`` view of the current rows beside the table.
 
     Example:
         >>> class OverwriteIfEmpty(ReplaceWrite):  # doctest: +SKIP
@@ -60,6 +61,7 @@ class WriteStrategyBase(ABC):
     needs_key: bool = False
     history_options: bool = False
     whole_table_only: bool = False
+    current_view: bool = False
 
     @property
     def title(self) -> str:

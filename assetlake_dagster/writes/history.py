@@ -195,6 +195,7 @@ class HistoryWrite(WriteStrategyBase):
     history_options = True
     # Versions are per key across the whole table; a slice cannot close another's rows.
     whole_table_only = True
+    current_view = True
 
     def __init__(self, clock: Callable[[], dt.datetime] = utc_now):
         self.clock = clock

@@ -102,6 +102,7 @@ def test_options_are_the_strategies_own():
     assert {s.value for s, w in STRATEGIES.items() if w.needs_key} == {"merge", "history"}
     assert {s.value for s, w in STRATEGIES.items() if w.history_options} == {"history"}
     assert {s.value for s, w in STRATEGIES.items() if w.whole_table_only} == {"history"}
+    assert {s.value for s, w in STRATEGIES.items() if w.current_view} == {"history"}
     assert strategy_for(WriteStrategy.HISTORY).test_scope(False) == "the current rows"
     assert strategy_for(WriteStrategy.REPLACE).test_scope(True) == "the slice"
 
