@@ -37,6 +37,8 @@ _QUERY_LEADS = frozenset({"SELECT", "WITH", "VALUES", "FROM", "("})
 _OBJECT_WORDS = frozenset({"TABLE", "VIEW", "SCHEMA", "DATABASE", "FUNCTION", "NAMESPACE", "CATALOG"})
 _WRITES = (exp.Insert, exp.Create, exp.Merge, exp.Delete, exp.Update, exp.Drop, exp.Alter)
 _MANAGED_HINT = "Refer to managed tables as 'schema.table'."
+#: JOINs with neither ON nor USING that one statement may have (see :func:`_runaway_join`).
+MAX_JOINS_WITHOUT_CONDITION = 12
 #: ``{partition}`` and friends, optionally wrapped in single quotes (Windmill's form).
 PLACEHOLDER_RE = re.compile(r"'\{(partition(?:_start|_end)?)\}'|\{(partition(?:_start|_end)?)\}")
 
@@ -223,9 +225,28 @@ class _Analyzer:
         return _Statement(tokens, expression, role, kind, sql, line, col)
 
     def _parse(self, tokens: list[Token]) -> Optional[exp.Expression]:
+        runaway = _runaway_join(tokens)
+        if runaway is not None:
+            self.error(
+                runaway.start,
+                f"more than {MAX_JOINS_WITHOUT_CONDITION} JOINs without ON or USING in one statement.",
+                "Give each JOIN its ON or USING condition, or write CROSS JOIN for a cross join "
+                "(sqlglot's parse time doubles with each join that has neither).",
+                span=len(runaway.text),
+            )
+            return None
         try:
             with _quiet_sqlglot():
                 return self.dialect.parser().parse(tokens, self.sql)[0]
+        except RecursionError:
+            self.error(
+                tokens[0].start,
+                "the statement nests too deeply to be analyzed (parentheses or subqueries "
+                "nested beyond Python's recursion limit).",
+                "Flatten it: remove redundant parentheses, or move nested subqueries into CTEs (WITH).",
+                span=len(tokens[0].text),
+            )
+            return None
         except ParseError as err:
             info = err.errors[0] if err.errors else {}
             line, col = info.get("line") or 1, info.get("col") or 1
@@ -450,6 +471,36 @@ def _write_targets(expression: exp.Expression) -> set[int]:
             if isinstance(target, exp.Table):
                 targets.add(id(target))
     return targets
+
+
+def _runaway_join(tokens: list[Token]) -> Optional[Token]:
+    """The first JOIN past :data:`MAX_JOINS_WITHOUT_CONDITION` with neither ON nor USING.
+
+    sqlglot backtracks on each such join (it may open a nested ``a JOIN b JOIN c ON … ON …``),
+    so its parse time doubles per join: 21 of them took 40 s. CROSS and NATURAL joins need no
+    condition and parse in linear time, so they do not count.
+    """
+    depths, depth = [], 0
+    for token in tokens:
+        depth += token.token_type is TokenType.L_PAREN
+        depth -= token.token_type is TokenType.R_PAREN
+        depths.append(depth)
+    joins = [i for i, t in enumerate(tokens) if t.token_type is TokenType.JOIN]
+    unconditioned = 0
+    for n, i in enumerate(joins):
+        before = {t.token_type for t in tokens[max(0, i - 3) : i]}
+        if before & {TokenType.CROSS, TokenType.NATURAL}:
+            continue
+        end = joins[n + 1] if n + 1 < len(joins) else len(tokens)
+        conditioned = any(
+            tokens[j].token_type in (TokenType.ON, TokenType.USING) and depths[j] == depths[i]
+            for j in range(i + 1, end)
+        )
+        if not conditioned:
+            unconditioned += 1
+            if unconditioned > MAX_JOINS_WITHOUT_CONDITION:
+                return tokens[i]
+    return None
 
 
 def _readable(description: str) -> str:

@@ -88,7 +88,8 @@ def check_not_history(draft: HeaderDraft) -> None:
 
 def _batch(draft: HeaderDraft, word: Word) -> Optional[int]:
     text = word.text[len("batch=") :]
-    if not text.isdigit() or not 1 <= int(text) <= MAX_BACKFILL_BATCH:
+    # ASCII digits only: str.isdigit() also accepts '²' and '１２', which int() rejects or reads.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_BACKFILL_BATCH:
         draft.error(
             word,
             f"batch= must be a whole number from 1 to {MAX_BACKFILL_BATCH}, got '{text}'.",
@@ -182,6 +183,8 @@ def _is_timezone(name: str) -> bool:
 
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    # A name is looked up as a file: a folder ('America') or an over-long name fails with
+    # an OSError, not ZoneInfoNotFoundError.
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         return False
     return True

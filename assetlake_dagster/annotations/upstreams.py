@@ -42,7 +42,7 @@ def parse_on(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> N
 
 def _window(draft: HeaderDraft, word: Word) -> Optional[WindowSpec]:
     text = word.text[len("window=") :]
-    match = re.fullmatch(r"(\d+)([a-z]+)", text)
+    match = re.fullmatch(r"([0-9]+)([a-z]+)", text)
     if match is None or match.group(2) not in WINDOW_UNITS or int(match.group(1)) < 1:
         units = ", ".join(f"{u} ({k.value})" for u, k in WINDOW_UNITS.items())
         draft.error(word, f"window '{text}' is not <count><unit>.", f"Write e.g. 'window=7d'; units: {units}.")

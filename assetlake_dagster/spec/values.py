@@ -10,9 +10,11 @@ from typing import Any
 
 from assetlake_dagster.spec.model import ArgumentType
 
-_INT_RE = re.compile(r"[+-]?\d+")
-_FLOAT_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# ASCII digits only: \d also matches '１' or '٣', which int() and fromisoformat() accept,
+# so a look-alike would pass silently where Spark later reads something else.
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def convert_value(text: str, type_: ArgumentType) -> Any:
@@ -38,9 +40,11 @@ def convert_value(text: str, type_: ArgumentType) -> Any:
     if type_ is ArgumentType.BOOL and text.lower() in ("true", "false"):
         return text.lower() == "true"
     try:
-        if type_ is ArgumentType.DATE and _DATE_RE.fullmatch(text):
+        if not text.isascii():
+            pass  # a look-alike digit (fromisoformat would read '２０２４' as 2024)
+        elif type_ is ArgumentType.DATE and _DATE_RE.fullmatch(text):
             return dt.date.fromisoformat(text)
-        if type_ is ArgumentType.TIMESTAMP and _DATE_RE.match(text):
+        elif type_ is ArgumentType.TIMESTAMP and _DATE_RE.match(text):
             return dt.datetime.fromisoformat(text)
     except ValueError:
         pass  # e.g. 2024-02-30: right shape, not a real date
@@ -63,6 +67,6 @@ def parse_partition_datetime(text: str) -> dt.datetime:
         >>> parse_partition_datetime("2024-01-31"), parse_partition_datetime("2024-01-31T06:00")
         (datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 1, 31, 6, 0))
     """
-    if not _DATE_RE.match(text) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?", text):
+    if not _DATE_RE.match(text) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)?", text):
         raise ValueError(text)
     return dt.datetime.fromisoformat(text)
