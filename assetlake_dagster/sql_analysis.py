@@ -14,8 +14,6 @@ belongs elsewhere, off the definitions load path.
 """
 
 import bisect
-import contextlib
-import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,18 +25,22 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText
+from assetlake_dagster.sql_statements import (
+    MAX_JOINS_WITHOUT_CONDITION,
+    quiet_sqlglot,
+    runaway_join,
+    split_statements,
+    statement_kind,
+    statement_role,
+    write_targets,
+)
 from assetlake_dagster.spec import SqlStatement, TableUri, is_identifier
 
 DIALECT = "spark"
 SETUP_STATEMENTS = "SET, RESET, CREATE TEMP VIEW, CACHE TABLE and UNCACHE TABLE"
 #: ``<format>.`<path>``` reads files directly, bypassing the managed tables.
 PATH_FORMATS = frozenset({"delta", "parquet", "orc", "json", "csv", "text", "avro", "binaryfile"})
-_QUERY_LEADS = frozenset({"SELECT", "WITH", "VALUES", "FROM", "("})
-_OBJECT_WORDS = frozenset({"TABLE", "VIEW", "SCHEMA", "DATABASE", "FUNCTION", "NAMESPACE", "CATALOG"})
-_WRITES = (exp.Insert, exp.Create, exp.Merge, exp.Delete, exp.Update, exp.Drop, exp.Alter)
 _MANAGED_HINT = "Refer to managed tables as 'schema.table'."
-#: JOINs with neither ON nor USING that one statement may have (see :func:`_runaway_join`).
-MAX_JOINS_WITHOUT_CONDITION = 12
 #: ``{partition}`` and friends, optionally wrapped in single quotes (Windmill's form).
 PLACEHOLDER_RE = re.compile(r"'\{(partition(?:_start|_end)?)\}'|\{(partition(?:_start|_end)?)\}")
 
@@ -50,7 +52,7 @@ def replace_placeholders(sql: str) -> tuple[str, list[int]]:
 
     Example:
         >>> replace_placeholders("WHERE d = '{partition}' AND t < {partition_end}")
-        ("WHERE d = :partition    AND t < :partition_end ", [10, 32])
+        ('WHERE d = :partition    AND t < :partition_end ', [10, 32])
     """
     offsets: list[int] = []
 
@@ -130,7 +132,7 @@ def analyze_sql(
         >>> sql = "-- materialize delta://a/t\\n\\nSET x = 1;\\nSELECT id FROM raw.src WHERE d > :since"
         >>> analysis, problems = analyze_sql(SourceText.of("f.sql", sql), 3)
         >>> analysis.setup, analysis.select.line, [str(t.uri) for t in analysis.tables]
-        ((SqlStatement(sql='SET x = 1', line=3),), 4, ['delta://raw/src'])
+        ((SqlStatement(sql='SET x = 1', line=3, parameters=()),), 4, ['delta://raw/src'])
         >>> [c.name for c in analysis.output_columns], [p.name for p in analysis.parameters], problems
         (['id'], ['since'], [])
     """
@@ -167,7 +169,7 @@ class _Analyzer:
             self._token_error(err)
             return SqlAnalysis(), self.diagnostics
         self._placeholders_in_strings(tokens)
-        statements = [self._statement(chunk) for chunk in _split(tokens) if chunk]
+        statements = [self._statement(chunk) for chunk in split_statements(tokens) if chunk]
         if manual:
             setup, select = self._manual(statements)
         else:
@@ -218,14 +220,14 @@ class _Analyzer:
         # need no analysis, so they are classified by keyword and never parsed.
         if lead not in ("SET", "RESET"):
             expression = self._parse(tokens)
-        role = _role(expression, tokens)
-        kind = _kind(tokens, expression)
+        role = statement_role(expression, tokens)
+        kind = statement_kind(tokens, expression)
         line, col = self.position(tokens[0].start)
         sql = self.sql[tokens[0].start : tokens[-1].end + 1]
         return _Statement(tokens, expression, role, kind, sql, line, col)
 
     def _parse(self, tokens: list[Token]) -> Optional[exp.Expression]:
-        runaway = _runaway_join(tokens)
+        runaway = runaway_join(tokens)
         if runaway is not None:
             self.error(
                 runaway.start,
@@ -236,7 +238,7 @@ class _Analyzer:
             )
             return None
         try:
-            with _quiet_sqlglot():
+            with quiet_sqlglot():
                 return self.dialect.parser().parse(tokens, self.sql)[0]
         except RecursionError:
             self.error(
@@ -324,7 +326,7 @@ class _Analyzer:
         for statement in statements:
             if statement.expression is None:
                 continue
-            targets = _write_targets(statement.expression)
+            targets = write_targets(statement.expression)
             tables = statement.expression.find_all(exp.Table)
             found = [self._table_ref(t) for t in tables if id(t) not in targets]
             # find_all walks breadth first; keep the file's order so "first reference" means it.
@@ -413,96 +415,6 @@ class _Analyzer:
                 yield ColumnRef(tokens[i + 1].text, self.src.location(line, col), len(tokens[i + 1].text) + 1)
 
 
-def _split(tokens: list[Token]) -> Iterator[list[Token]]:
-    chunk: list[Token] = []
-    for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
-            yield chunk
-            chunk = []
-        else:
-            chunk.append(token)
-    yield chunk
-
-
-def _role(expression: Optional[exp.Expression], tokens: list[Token]) -> str:
-    words = [t.text.upper() for t in tokens[:8]]
-    if words[0] in ("SET", "RESET", "CACHE", "UNCACHE"):  # sqlglot may parse these as Command
-        return "setup"
-    if expression is None:  # a parse error: classify by keyword so no second error piles up
-        if words[0] in _QUERY_LEADS:
-            return "query"
-        return "setup" if words[0] == "CREATE" and _is_temp_view_words(words) else "other"
-    if isinstance(expression, (exp.Query, exp.Values)):
-        return "query"
-    if isinstance(expression, exp.Create) and expression.kind == "VIEW":
-        properties = expression.args.get("properties")
-        kinds = {type(p) for p in properties.expressions} if properties else set()
-        # Only 'AS <query>' views: a view 'USING parquet OPTIONS (path ...)' would read
-        # files outside the lake.
-        if exp.TemporaryProperty in kinds and exp.GlobalProperty not in kinds and expression.expression:
-            return "setup"
-    return "other"
-
-
-def _is_temp_view_words(words: list[str]) -> bool:
-    return "VIEW" in words and ("TEMP" in words or "TEMPORARY" in words) and "GLOBAL" not in words
-
-
-def _kind(tokens: list[Token], expression: Optional[exp.Expression]) -> str:
-    """The statement's leading keywords for messages: 'INSERT', 'CREATE OR REPLACE TABLE'."""
-    words = [t.text.upper() for t in tokens[:6]]
-    if words[0] == "WITH" and expression is not None:
-        return expression.key.upper()
-    if words[0] in ("CREATE", "DROP", "ALTER", "REPLACE", "TRUNCATE"):
-        for i, word in enumerate(words[1:], start=2):
-            if word in _OBJECT_WORDS:
-                return " ".join(words[:i])
-    return words[0]
-
-
-def _write_targets(expression: exp.Expression) -> set[int]:
-    """ids of the tables a statement writes (manual files): they are not upstream reads."""
-    targets: set[int] = set()
-    for node in expression.find_all(*_WRITES):
-        candidates = [node.this, *(node.args.get("tables") or [])]
-        for target in candidates:
-            if isinstance(target, exp.Schema):
-                target = target.this
-            if isinstance(target, exp.Table):
-                targets.add(id(target))
-    return targets
-
-
-def _runaway_join(tokens: list[Token]) -> Optional[Token]:
-    """The first JOIN past :data:`MAX_JOINS_WITHOUT_CONDITION` with neither ON nor USING.
-
-    sqlglot backtracks on each such join (it may open a nested ``a JOIN b JOIN c ON … ON …``),
-    so its parse time doubles per join: 21 of them took 40 s. CROSS and NATURAL joins need no
-    condition and parse in linear time, so they do not count.
-    """
-    depths, depth = [], 0
-    for token in tokens:
-        depth += token.token_type is TokenType.L_PAREN
-        depth -= token.token_type is TokenType.R_PAREN
-        depths.append(depth)
-    joins = [i for i, t in enumerate(tokens) if t.token_type is TokenType.JOIN]
-    unconditioned = 0
-    for n, i in enumerate(joins):
-        before = {t.token_type for t in tokens[max(0, i - 3) : i]}
-        if before & {TokenType.CROSS, TokenType.NATURAL}:
-            continue
-        end = joins[n + 1] if n + 1 < len(joins) else len(tokens)
-        conditioned = any(
-            tokens[j].token_type in (TokenType.ON, TokenType.USING) and depths[j] == depths[i]
-            for j in range(i + 1, end)
-        )
-        if not conditioned:
-            unconditioned += 1
-            if unconditioned > MAX_JOINS_WITHOUT_CONDITION:
-                return tokens[i]
-    return None
-
-
 def _readable(description: str) -> str:
     """sqlglot's parse error text without Python reprs of classes and tokens."""
     description = re.sub(r"<class '[\w.]*\.(\w+)'>", r"\1", description)
@@ -523,16 +435,3 @@ def _last_nonblank_line(src: SourceText) -> int:
         if src.lines[number - 1].strip():
             return number
     return 1
-
-
-@contextlib.contextmanager
-def _quiet_sqlglot() -> Iterator[None]:
-    # sqlglot logs a warning when it falls back to exp.Command (OPTIMIZE, VACUUM...); the
-    # loader reports what matters itself, so keep `assetlake validate` output clean.
-    logger = logging.getLogger("sqlglot")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
