@@ -27,6 +27,7 @@ def strategy_for(strategy: WriteStrategy) -> WriteStrategyBase:
         ValueError: ``strategy`` has no managed write; the message lists those that do.
 
     Example:
+        >>> from assetlake_dagster.spec import MaterializeSpec, TableUri
         >>> strategy_for(WriteStrategy.MERGE).describe(MaterializeSpec(TableUri("s", "t"), WriteStrategy.MERGE, ("id",)))
         'merge on key (id)'
     """
