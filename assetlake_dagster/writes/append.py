@@ -26,6 +26,7 @@ from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
     current_version,
+    no_commit,
     result_from_history,
 )
 
@@ -57,6 +58,8 @@ class AppendWrite(WriteStrategyBase):
             check_schema_compatible(self, target, df.columns, existing) if existing else []
         )
         before = current_version(spark, target.path)
+        if before is not None and df.isEmpty():
+            return no_commit(before)  # Delta would commit a version that adds no rows
         writer = (
             df.write.format("delta")
             .mode("append")

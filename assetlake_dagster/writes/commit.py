@@ -196,11 +196,29 @@ def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> O
     return None
 
 
+def no_commit(version: Optional[int]) -> WriteResult:
+    """The result of a write that had nothing to change: no new version, no rows."""
+    return WriteResult(committed=False, version=version, operation=None, rows_written=0)
+
+
 def result_from_history(
-    spark: SparkSession, target: WriteTarget, committed: bool, rows_key: tuple[str, ...]
+    spark: SparkSession,
+    target: WriteTarget,
+    committed: bool,
+    rows_key: tuple[str, ...],
+    before: Optional[int] = None,
 ) -> WriteResult:
-    """Build the :class:`WriteResult` of a write from its stamped history entry."""
+    """Build the :class:`WriteResult` of a write from its stamped history entry.
+
+    Args:
+        before: the table's version before the write, when Delta may skip a write that
+            changes nothing (an empty ``replaceWhere`` over a partition with no rows):
+            then the version is unchanged, no stamped entry exists, and this is
+            :func:`no_commit`.
+    """
     entry = find_stamped_commit(spark, target.path, target.stamp)
+    if entry is None and before is not None and current_version(spark, target.path) == before:
+        return no_commit(before)
     if entry is None:
         raise RuntimeError(
             f"the commit of {target.uri} stamped for run {target.stamp.run_id} is not in the "

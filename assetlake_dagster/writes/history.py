@@ -48,6 +48,7 @@ from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
     current_version,
+    no_commit,
     result_from_history,
     stamped_session,
     table_lock,
@@ -364,7 +365,7 @@ class HistoryWrite(WriteStrategyBase):
             counts = spark.sql(change_counts_query(table, key, track, target.close_deletes, view)).first()
             if not (counts["changed"] or counts["opened"] or counts["closed"]):
                 version = current_version(spark, target.path)
-                return WriteResult(committed=False, version=version, operation=None, rows_written=0)
+                return no_commit(version)
             # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
             # classic session and on a Spark Connect server without the Delta Connect plugin.
             statement = history_merge_statement(

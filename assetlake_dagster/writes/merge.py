@@ -30,6 +30,7 @@ from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
     current_version,
+    no_commit,
     result_from_history,
     stamped_session,
 )
@@ -186,7 +187,7 @@ class MergeWrite(WriteStrategyBase):
         changes = staged if new_columns else changed_rows(staged, current, key)
         if changes.isEmpty():
             version = current_version(spark, target.path)
-            return WriteResult(committed=False, version=version, operation=None, rows_written=0)
+            return no_commit(version)
         # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
         # classic session and on a Spark Connect server without the Delta Connect plugin.
         view = f"_assetlake_changes_{uuid.uuid4().hex}"

@@ -18,7 +18,7 @@ from assetlake_dagster.writes.base import (
     check_schema_compatible,
     delta_columns,
 )
-from assetlake_dagster.writes.commit import WriteResult, WriteTarget, result_from_history
+from assetlake_dagster.writes.commit import WriteResult, WriteTarget, current_version, result_from_history
 from assetlake_dagster.writes.slices import partition_predicate
 
 
@@ -80,5 +80,7 @@ class ReplaceWrite(WriteStrategyBase):
         )
         if new_columns:
             writer = writer.option("mergeSchema", "true")
+        before = current_version(spark, target.path) if existing else None
         writer.save(target.path)
-        return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
+        # An empty slice over a partition with no rows changes nothing: Delta commits nothing.
+        return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",), before=before)

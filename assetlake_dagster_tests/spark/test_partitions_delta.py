@@ -85,6 +85,35 @@ def test_replace_with_no_rows_empties_only_its_partition(spark, lake_root):
 
 
 @pytest.mark.parametrize("strategy", [WriteStrategy.REPLACE, WriteStrategy.MERGE, WriteStrategy.APPEND])
+def test_an_empty_result_for_a_partition_that_never_had_rows_writes_nothing(spark, lake_root, strategy):
+    # A day without data: the slice holds no rows and gets none, so there is nothing to
+    # commit. (It failed with "the commit ... is not in the last 100 versions".)
+    key = ("id",) if strategy is WriteStrategy.MERGE else ()
+    first = target(lake_root, strategy, "r1", ["b"], key=key)
+    write(spark, first, {"b": [(2, "y")]})
+    empty = with_partition_key(spark, spark.createDataFrame([], SCHEMA), "a")
+    result = strategy_for(strategy).write(spark, empty, target(lake_root, strategy, "r2", ["a"], key=key))
+    assert (result.committed, result.rows_written, result.version) == (False, 0, 0)
+    assert versions(spark, first.path) == [0]
+    assert table(spark, first.path) == [("b", 2, "y")]
+
+
+@pytest.mark.parametrize("strategy", [WriteStrategy.REPLACE, WriteStrategy.APPEND])
+def test_an_empty_whole_table_append_or_first_replace(spark, lake_root, strategy):
+    # An empty append commits nothing; replacing a whole table with no rows empties it (one commit).
+    tgt = target(lake_root, strategy, "r1", [])
+    strategy_for(strategy).write(spark, spark.createDataFrame([(1, "x")], SCHEMA), tgt)
+    empty = spark.createDataFrame([], SCHEMA)
+    result = strategy_for(strategy).write(spark, empty, target(lake_root, strategy, "r2", []))
+    if strategy is WriteStrategy.APPEND:
+        assert (result.committed, result.rows_written, versions(spark, tgt.path)) == (False, 0, [0])
+        assert spark.read.format("delta").load(tgt.path).count() == 1
+    else:
+        assert (result.committed, result.rows_written, versions(spark, tgt.path)) == (True, 0, [1, 0])
+        assert spark.read.format("delta").load(tgt.path).count() == 0
+
+
+@pytest.mark.parametrize("strategy", [WriteStrategy.REPLACE, WriteStrategy.MERGE, WriteStrategy.APPEND])
 def test_rows_outside_the_slice_are_rejected_and_nothing_is_written(spark, lake_root, strategy):
     key = ("id",) if strategy is WriteStrategy.MERGE else ()
     first = target(lake_root, strategy, "r1", ["a", "b"], key=key)
