@@ -16,7 +16,6 @@ import time
 
 import pytest
 
-from assetlake_dagster.cli import main as assetlake
 from assetlake_dagster.engine import WarmEngine, local_table_version
 from assetlake_dagster_tests.helpers import alive, cli_env
 
@@ -126,37 +125,33 @@ def test_a_hung_engine_is_replaced(env, engine_dir):
     assert "does not answer (no answer within 5 s)" in err, err
 
 
-def test_an_idle_engine_stops_itself_and_the_cli_shows_it(tmp_path, capsys):
-    lake = str(tmp_path / "lake")
-    env = cli_env(ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"), LAKE=lake, ASSETLAKE_ENGINE_IDLE_TIMEOUT="4")
-    used, _ = _finish(_python(CONNECT, env))  # the process exits: nobody uses the engine any more
-    engine = WarmEngine(str(tmp_path / "engine"))
-    os.environ["ASSETLAKE_ENGINE_DIR"], saved = str(tmp_path / "engine"), os.environ["ASSETLAKE_ENGINE_DIR"]
-    try:
-        deadline = time.monotonic() + 120
-        while engine.status() is not None or alive(used["pid"]):
-            assert time.monotonic() < deadline, "the idle engine did not stop"
-            time.sleep(1)
-        assert assetlake(["engine", "status", "--lake-root", lake]) == 3
-        assert "no warm engine is running" in capsys.readouterr().out
-    finally:
-        os.environ["ASSETLAKE_ENGINE_DIR"] = saved
-    assert "stopped: idle for 4 s" in open(engine.log_path).read()
-
-
-def test_engine_start_status_stop_from_the_command_line(tmp_path):
-    env = cli_env(ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"))
+def _cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     cli = os.path.join(os.path.dirname(sys.executable), "assetlake")
+    return subprocess.run([cli, "engine", *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_cli_starts_and_shows_an_engine_that_stops_itself_when_idle(tmp_path):
+    # One engine for both: `engine start` leaves it with no lease holder, so it idles out.
+    engine_dir = str(tmp_path / "engine")
+    env = cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, ASSETLAKE_ENGINE_IDLE_TIMEOUT="8")
     lake = ["--lake-root", str(tmp_path / "lake")]
-    start = subprocess.run([cli, "engine", "start", *lake], env=env, capture_output=True, text=True, timeout=600)
+    start = _cli(env, "start", *lake, timeout=600)
     assert start.returncode == 0, start.stderr
     assert "warm engine at sc://localhost:" in start.stdout and "log:" in start.stdout
-    status = subprocess.run([cli, "engine", "status", *lake], env=env, capture_output=True, text=True, timeout=60)
+    status = _cli(env, "status", *lake)
     assert status.returncode == 0 and status.stdout == start.stdout
-    stop = subprocess.run([cli, "engine", "stop", *lake], env=env, capture_output=True, text=True, timeout=120)
-    assert stop.returncode == 0 and "stopped the warm engine" in stop.stdout, stop.stderr
-    gone = subprocess.run([cli, "engine", "status", *lake], env=env, capture_output=True, text=True, timeout=60)
-    assert gone.returncode == 3
+    engine = WarmEngine(engine_dir)
+    supervisor = engine.status().supervisor_pid
+    deadline = time.monotonic() + 120
+    # The supervisor writes its last log line after the state is gone: wait for it to exit.
+    while engine.status() is not None or alive(supervisor):
+        assert time.monotonic() < deadline, "the idle engine did not stop"
+        time.sleep(1)
+    assert "stopped: idle for 8 s" in open(engine.log_path).read()
+    gone = _cli(env, "status", *lake)
+    assert gone.returncode == 3 and "no warm engine is running" in gone.stdout
+    nothing = _cli(env, "stop", *lake)
+    assert nothing.returncode == 0 and "no warm engine is running" in nothing.stdout
 
 
 LOSE_ENGINE = """
@@ -291,3 +286,12 @@ def test_a_materialization_runs_on_a_standalone_spark_cluster(tmp_path):
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(timeout=60)
+
+
+def test_the_cli_stops_a_running_engine(env):
+    # Last in the module: it reuses the module's engine when still up (no JVM start).
+    lake = ["--lake-root", env["LAKE"]]
+    assert _cli(env, "start", *lake, timeout=600).returncode == 0
+    stop = _cli(env, "stop", *lake)
+    assert stop.returncode == 0 and "stopped the warm engine" in stop.stdout, stop.stderr
+    assert _cli(env, "status", *lake).returncode == 3
