@@ -96,7 +96,8 @@ class _RecordingIOManager(dg.IOManager):
         di.add_partition_output_metadata(context, {"rows": dg.MetadataValue.int(7)}, context.asset_partition_keys[0])
 
     def load_input(self, context: dg.InputContext):
-        raise NotImplementedError
+        # Required by dg.IOManager; the one asset here has no inputs, so nothing loads.
+        raise AssertionError(f"unexpected input load of {context.asset_key.to_user_string()}")
 
 
 def _events():
