@@ -35,6 +35,16 @@ from dagster._utils.tags import (
     is_valid_tag_key as is_valid_tag_key,
 )
 
+# Dagster's own cron checks: `ScheduleDefinition` and `AutomationCondition.on_cron` accept
+# exactly the strings the first accepts (five fields, or an alias such as '@daily'; no
+# seconds; no 30 February), and `ScheduleDefinition` warns when the second is true ('*/90'
+# fires every hour, not every 90 minutes). The grammar runs both so that a bad `schedule` or
+# `automation on_cron` line fails at its line and column, not inside Dagster without one.
+from dagster._utils.schedules import (
+    has_out_of_range_cron_interval as has_out_of_range_cron_interval,
+    is_valid_cron_string as is_valid_cron_string,
+)
+
 # Run tags, spelled as Dagster spells them: ``assetlake check`` launches a check-only run
 # of one partition as the UI does (``execute_in_process(partition_key=)`` validates the key
 # against the selected *assets*, and a check-only run selects none), and
@@ -140,7 +150,9 @@ __all__ = [
     "backfill_policy_of",
     "check_evaluations",
     "check_output_name",
+    "has_out_of_range_cron_interval",
     "implicit_asset_job",
+    "is_valid_cron_string",
     "is_valid_owner",
     "is_valid_strict_tag_value",
     "is_valid_tag_key",

@@ -283,6 +283,8 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         tags=header.tags,
         description=header.description,
         kinds=header.kinds,
+        schedule=header.schedule,
+        automation=header.automation,
         code_version=code_version,
     )
     return spec, diagnostics, src

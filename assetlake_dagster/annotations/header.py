@@ -15,9 +15,11 @@ from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
     URI_SCHEME,
     ArgumentSpec,
+    AutomationSpec,
     DataTestSpec,
     MaterializeSpec,
     PartitionSpec,
+    ScheduleSpec,
     TableUri,
     UpstreamSpec,
     is_identifier,
@@ -50,6 +52,8 @@ class Header:
         arguments: ``-- $name (type)`` arguments, in file order.
         argument_names: the names of every ``$name`` line, valid or not, so that a bad type
             or default is reported once, not again as an undeclared ``:name``.
+        schedule: the ``-- schedule`` line, if any and valid.
+        automation: the ``-- automation`` line, if any and valid.
         body_start: the 1-based line where the SQL body starts (the first non-header line).
     """
 
@@ -68,6 +72,8 @@ class Header:
     tags: tuple[tuple[str, str], ...] = ()
     description: Optional[str] = None
     kinds: tuple[str, ...] = ()
+    schedule: Optional[ScheduleSpec] = None
+    automation: Optional[AutomationSpec] = None
     body_start: int = 1
 
 
@@ -98,6 +104,10 @@ class HeaderDraft:
     tags: dict[str, tuple[str, Word]] = field(default_factory=dict)
     description: list[str] = field(default_factory=list)
     kinds: dict[str, Word] = field(default_factory=dict)
+    schedule_keyword: Optional[Word] = None  # the `schedule` keyword, valid or not
+    schedule: Optional[ScheduleSpec] = None
+    automation_keyword: Optional[Word] = None  # the `automation` keyword, valid or not
+    automation: Optional[AutomationSpec] = None
 
     def error(self, word: Word, message: str, hint: str = "", span: Optional[int] = None) -> None:
         """Report a problem underlining ``word`` (or ``span`` characters from its start)."""
@@ -121,6 +131,8 @@ class HeaderDraft:
             tags=tuple((k, v) for k, (v, _) in self.tags.items()),
             description=" ".join(self.description) or None,
             kinds=tuple(self.kinds),
+            schedule=self.schedule,
+            automation=self.automation,
             body_start=body_start,
         )
 
@@ -159,6 +171,24 @@ def comma_items(word_text: str, first: Word) -> list[Word]:
 def option_name(text: str) -> str:
     """``key=a,b`` → ``key=``; ``append`` → ``append``."""
     return text.split("=", 1)[0] + "=" if "=" in text else text
+
+
+def parse_timezone(draft: HeaderDraft, word: Word) -> Optional[str]:
+    """The IANA zone of a ``tz=<zone>`` word, or ``None`` after reporting why not.
+
+    Shared by every line that takes ``tz=`` (``partitioned``, ``schedule``, ``automation``).
+    """
+    import zoneinfo
+
+    name = word.text[len("tz=") :]
+    try:
+        zoneinfo.ZoneInfo(name)
+    # A name is looked up as a file: a folder ('America') or an over-long name fails with
+    # an OSError, not ZoneInfoNotFoundError.
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        draft.error(word, f"unknown time zone '{name}'.", "Use an IANA name, e.g. 'tz=Europe/Berlin' or 'tz=UTC'.")
+        return None
+    return name
 
 
 def parse_uri(draft: HeaderDraft, word: Word, *, target: bool) -> Optional[TableUri]:

@@ -7,11 +7,14 @@ and one entry in :data:`LINE_PARSERS`::
     -- on delta://raw/orders                                     -> upstreams.py
     -- $min_amount (float) = 0                                   -> arguments.py
     -- group sales                                               -> catalog.py
+    -- schedule 0 2 * * * tz=Europe/Berlin                       -> automation.py
+    -- automation eager                                          -> automation.py
 """
 
 from typing import Callable
 
 from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
+from assetlake_dagster.annotations.automation import parse_automation, parse_schedule
 from assetlake_dagster.annotations.catalog import (
     parse_description,
     parse_group,
@@ -33,8 +36,6 @@ LineParser = Callable[[HeaderDraft, Word, list[Word], str], None]
 #: Keywords recognised now but implemented by a later feature (keyword -> the feature).
 LATER_KEYWORDS = {
     "column": "column lineage",
-    "schedule": "schedules",
-    "automation": "declarative automation",
 }
 
 
@@ -61,6 +62,8 @@ LINE_PARSERS: dict[str, LineParser] = {
     "pipeline": _windmill_marker,
     "partitioned": parse_partitioned,
     "data_test": parse_data_test,
+    "schedule": parse_schedule,
+    "automation": parse_automation,
     **{keyword: _not_supported_yet(feature) for keyword, feature in LATER_KEYWORDS.items()},
 }
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.

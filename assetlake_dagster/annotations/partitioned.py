@@ -8,7 +8,7 @@ one backfill run writes in one commit.
 import datetime as dt
 from typing import Any, Optional
 
-from assetlake_dagster.annotations.header import HeaderDraft, Word, comma_items, option_name
+from assetlake_dagster.annotations.header import HeaderDraft, Word, comma_items, option_name, parse_timezone
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import (
     DEFAULT_BACKFILL_BATCH,
@@ -146,9 +146,8 @@ def _time_window(
         return
     start = _datetime_option(draft, options["start="])
     end = _datetime_option(draft, options["end="]) if "end=" in options else None
-    tz = options["tz="].text[len("tz=") :] if "tz=" in options else None
-    if tz is not None and not _is_timezone(tz):
-        draft.error(options["tz="], f"unknown time zone '{tz}'.", "Use an IANA name, e.g. 'tz=Europe/Berlin' or 'tz=UTC'.")
+    tz = parse_timezone(draft, options["tz="]) if "tz=" in options else None
+    if "tz=" in options and tz is None:
         return
     if start is None or ("end=" in options and end is None):
         return
@@ -176,15 +175,3 @@ def _datetime_option(draft: HeaderDraft, word: Word) -> Optional[dt.datetime]:
             f"Write {name}=YYYY-MM-DD, or {name}=YYYY-MM-DDTHH:MM for an hour.",
         )
         return None
-
-
-def _is_timezone(name: str) -> bool:
-    import zoneinfo
-
-    try:
-        zoneinfo.ZoneInfo(name)
-    # A name is looked up as a file: a folder ('America') or an over-long name fails with
-    # an OSError, not ZoneInfoNotFoundError.
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True

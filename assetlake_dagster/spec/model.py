@@ -63,6 +63,14 @@ WINDOW_UNITS = {
 }
 
 
+class AutomationKind(str, Enum):
+    """The conditions of an ``-- automation`` line (Dagster's declarative automation)."""
+
+    EAGER = "eager"
+    ON_CRON = "on_cron"
+    ON_MISSING = "on_missing"
+
+
 class DataTestKind(str, Enum):
     """The kinds of ``-- data_test`` line."""
 
@@ -209,6 +217,36 @@ class PartitionSpec:
 
 
 @dataclass(frozen=True)
+class ScheduleSpec:
+    """The ``-- schedule <cron> [tz=<zone>]`` line: run the asset on a cron schedule.
+
+    Attributes:
+        cron: the five cron fields (or a ``@daily``-style alias), one space apart.
+        timezone: the IANA time zone of the cron (default: UTC).
+    """
+
+    cron: str
+    timezone: Optional[str] = None
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AutomationSpec:
+    """The ``-- automation eager|on_cron <cron> [tz=<zone>]|on_missing`` line.
+
+    Attributes:
+        kind: the declarative automation condition.
+        cron: ``on_cron`` only: the cron schedule.
+        timezone: ``on_cron`` only: the IANA time zone of the cron (default: UTC).
+    """
+
+    kind: AutomationKind
+    cron: Optional[str] = None
+    timezone: Optional[str] = None
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class WindowSpec:
     """``window=<count><unit>`` on an ``-- on`` line: the trailing upstream partitions.
 
@@ -327,6 +365,8 @@ class SqlAssetSpec:
         output_columns: columns the SELECT projects, when they can be known statically.
         partitions: the ``-- partitioned`` line, or ``None`` for a whole-table asset.
         data_tests: the ``-- data_test`` lines, in file order.
+        schedule: the ``-- schedule`` line, if any.
+        automation: the ``-- automation`` line, if any.
         code_version: sha256 of the file contents.
     """
 
@@ -344,6 +384,8 @@ class SqlAssetSpec:
     tags: tuple[tuple[str, str], ...] = ()
     description: Optional[str] = None
     kinds: tuple[str, ...] = ()
+    schedule: Optional[ScheduleSpec] = None
+    automation: Optional[AutomationSpec] = None
     code_version: str = ""
 
     @property

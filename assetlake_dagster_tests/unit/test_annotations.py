@@ -314,17 +314,6 @@ INVALID = [
         "f.sql:2:4: column is not supported yet. Remove the line; it arrives with column lineage support.",
         id="column",
     ),
-    pytest.param(
-        M + "-- schedule 0 6 * * *\n",
-        "f.sql:2:4: schedule is not supported yet. Remove the line; it arrives with schedules support.",
-        id="schedule",
-    ),
-    pytest.param(
-        M + "-- automation eager\n",
-        "f.sql:2:4: automation is not supported yet. "
-        "Remove the line; it arrives with declarative automation support.",
-        id="automation",
-    ),
     # -- SCD2 history options
     pytest.param(
         "-- materialize delta://a/t history\n",

@@ -9,6 +9,7 @@ changes one of them fails here, by name.
 import warnings
 
 import dagster as dg
+import pytest
 
 from assetlake_dagster import dagster_internals as di
 
@@ -67,6 +68,15 @@ def test_validators_accept_and_reject_what_asset_spec_does():
     assert di.is_valid_tag_key("domain") and not di.is_valid_tag_key("bad key!")
     assert di.is_valid_strict_tag_value("x") and not di.is_valid_strict_tag_value("a" * 64)
     assert di.KIND_PREFIX == "dagster/kind/"
+
+
+def test_cron_checks_accept_and_reject_what_schedule_definition_does():
+    assert di.is_valid_cron_string("0 2 * * *") and di.is_valid_cron_string("@daily")
+    for cron in ("0 2 * *", "0 0 2 * * *", "61 * * * *", "0 0 30 2 *"):
+        assert not di.is_valid_cron_string(cron)
+        with pytest.raises(dg.DagsterInvalidDefinitionError):
+            dg.ScheduleDefinition(name="s", cron_schedule=cron, target=dg.AssetSelection.all())
+    assert di.has_out_of_range_cron_interval("*/90 * * * *") and not di.has_out_of_range_cron_interval("*/15 * * * *")
 
 
 def test_a_check_evaluation_accepts_the_target_materialization_type():

@@ -110,6 +110,21 @@ CASES = [
         ],
         id="window-on-an-unpartitioned-upstream",
     ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- schedule 0 25 * * *\n-- automation on_cron\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n-- automation eager\n-- automation eagr\n\nSELECT id FROM m.a\n",
+        },
+        [
+            "a.sql:2:13: cron schedule '0 25 * * *' is not valid: '25' is not a valid hour (0-23). "
+            "Write five fields: minute hour day-of-month month day-of-week, e.g. '0 2 * * *'.",
+            "a.sql:3:15: 'on_cron' needs a cron schedule. "
+            "Write '-- automation on_cron <cron> [tz=<zone>]', e.g. '0 2 * * *' for 02:00 every day.",
+            "b.sql:3:4: automation is already set on line 2. "
+            "An asset has one automation condition; keep one '-- automation' line.",
+        ],
+        id="schedule-and-automation",
+    ),
 ]
 
 
