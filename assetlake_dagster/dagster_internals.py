@@ -9,6 +9,7 @@ the upgrade breaks here, loudly, and nowhere else.
 """
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Optional
 
 import dagster as dg
@@ -54,6 +55,12 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG as ASSET_PARTITION_RANGE_START_TAG,
     PARTITION_NAME_TAG as PARTITION_NAME_TAG,
 )
+
+# The tag that carries an asset event's data version. The watch sensor reports an
+# observation of an external table from a sensor (``SensorResult(asset_events=)``), which
+# takes a bare ``AssetObservation``; only an observable asset's own function may return the
+# public ``ObserveResult(data_version=)``, and no public name spells this tag.
+from dagster._core.definitions.data_version import DATA_VERSION_TAG as DATA_VERSION_TAG
 
 # -- members of public classes that are not @public ----------------------------------------
 def resolve_assets_def(defs: dg.Definitions, key: dg.AssetKey) -> dg.AssetsDefinition:
@@ -107,6 +114,19 @@ def time_window_of(partitions_def: dg.TimeWindowPartitionsDefinition, key: str) 
     return partitions_def.time_window_for_partition_key(key)
 
 
+def partition_keys_starting_in(
+    partitions_def: dg.TimeWindowPartitionsDefinition, start: datetime, end: datetime
+) -> list[str]:
+    """The keys of the windows of ``partitions_def``'s cadence that start in ``[start, end)``.
+
+    The definition's own start and end are ignored: a caller compares with
+    ``get_partition_keys()`` to tell which keys exist.
+    """
+    # The watch sensor maps a changed day or instant to the windows around it; the only
+    # @public lookup lists every key of the definition, from its first.
+    return list(partitions_def.get_partition_keys_in_time_window(dg.TimeWindow(start, end)))
+
+
 def add_run_tags(instance: dg.DagsterInstance, run_id: str, tags: Mapping[str, str]) -> None:
     """Add or overwrite tags of a run that is in progress."""
     # A failed blocking data test tags its own run so that no retry repeats it; no @public
@@ -142,6 +162,7 @@ __all__ = [
     "ASSET_PARTITION_RANGE_END_TAG",
     "ASSET_PARTITION_RANGE_START_TAG",
     "AssetCheckEvaluationTargetMaterializationData",
+    "DATA_VERSION_TAG",
     "KIND_PREFIX",
     "PARTITION_NAME_TAG",
     "VALID_GROUP_NAME_REGEX",
@@ -158,6 +179,7 @@ __all__ = [
     "is_valid_tag_key",
     "materialized_partitions",
     "output_run",
+    "partition_keys_starting_in",
     "resolve_assets_def",
     "resolve_job_def",
     "retries_on_step_failure",

@@ -1,0 +1,393 @@
+"""Reading a local Delta table's ``_delta_log`` without Spark: its versions and new commits.
+
+The watch sensor (:mod:`assetlake_dagster.watch`) calls this every tick for every external
+table, so it lists the log folder once and parses only the commit files it is asked for.
+
+The Delta protocol facts it relies on (``PROTOCOL.md`` of ``delta-io/delta``):
+
+- The log of a table is the folder ``<table>/_delta_log``. The commit of version ``N`` is
+  the file ``%020d.json`` (``N`` zero-padded to 20 digits): newline-delimited JSON, one
+  action per line. A writer creates it atomically (put-if-absent), so a commit file that
+  can be listed is complete, and versions are contiguous from 0.
+- ``add`` and ``remove`` actions name one data file each; ``partitionValues`` maps every
+  partition column to its value *as a string* (``null`` for NULL), whatever the column's
+  type: a date is ``2024-01-31``, a timestamp ``2024-01-31 06:00:00`` or
+  ``2024-01-31 06:00:00.123456`` (or ISO 8601 in UTC, ``2024-01-31T06:00:00Z``). A
+  ``remove`` carries them only with ``extendedFileMetadata`` (Spark and delta-rs write it).
+  ``dataChange`` is false when a commit only rearranges rows (``OPTIMIZE``, ``ZORDER``).
+- ``commitInfo`` is optional provenance: ``timestamp`` (epoch milliseconds), ``operation``
+  (``WRITE``, ``MERGE``, ``DELETE``...), ``userMetadata``. With In-Commit Timestamps
+  enabled, its ``inCommitTimestamp`` is the commit's time.
+- A checkpoint of version ``N`` (``%020d.checkpoint.parquet``; multi-part
+  ``%020d.checkpoint.%010d.%010d.parquet``; V2 ``%020d.checkpoint.<uuid>.json|parquet``)
+  holds the table's state as of ``N``. Log cleanup (``delta.logRetentionDuration``, 30
+  days by default) may then delete the commit files up to ``N``: those versions still
+  existed, but what they changed can no longer be read.
+- ``_last_checkpoint`` is a hint naming the latest checkpoint, written after it. We list
+  the folder anyway, so it is only read when no checkpoint file is listed.
+- Everything else in the folder is ignored: ``.crc`` checksums, log compactions
+  (``%020d.%020d.compacted.json``), temporary files, ``_commits/`` (coordinated commits not
+  yet backfilled into the log: not supported).
+
+Example:
+    >>> log = DeltaLog.open("/data/lake/landing/orders")  # doctest: +SKIP
+    >>> log.latest_version  # doctest: +SKIP
+    7
+    >>> [(c.version, c.operation, c.added) for c in log.read_commits(after_version=6)]  # doctest: +SKIP
+    [(7, 'WRITE', ({'order_date': '2024-01-05'},))]
+"""
+
+import datetime as dt
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn, Optional
+
+from assetlake_dagster.errors import AssetlakeError
+
+LOG_FOLDER = "_delta_log"
+LAST_CHECKPOINT_FILE = "_last_checkpoint"
+_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(\.\d{10}\.\d{10}|\.[0-9A-Za-z-]+)?\.(parquet|json)$")
+
+#: A data file's partition values: column -> value as written in the log (``None`` = NULL).
+PartitionValues = Mapping[str, Optional[str]]
+
+
+class DeltaLogError(AssetlakeError):
+    """The Delta log of a table cannot answer.
+
+    Attributes:
+        table_path: the table's folder.
+    """
+
+    def __init__(self, message: str, *, table_path: str):
+        super().__init__(message)
+        self.table_path = table_path
+
+
+class DeltaTableMissingError(DeltaLogError):
+    """There is no Delta table at the path (no ``_delta_log``, or no commit in it yet)."""
+
+
+class DeltaLogUnreadableError(DeltaLogError):
+    """The log exists but cannot be read: permissions, a damaged file, a version missing
+    that no checkpoint accounts for.
+
+    Attributes:
+        file: the file that failed, when one did.
+    """
+
+    def __init__(self, message: str, *, table_path: str, file: Optional[str] = None):
+        super().__init__(message, table_path=table_path)
+        self.file = file
+
+
+class DeltaLogExpiredError(DeltaLogError):
+    """Commits that were asked for are gone: log cleanup deleted their JSON files after a
+    checkpoint, so the versions existed but what they changed cannot be read any more.
+
+    Attributes:
+        first_missing: the first version asked for that is gone.
+        last_missing: the last one.
+        first_readable: the first version after them whose commit can still be read.
+        checkpoint_version: the latest checkpoint, which accounts for the missing versions.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table_path: str,
+        first_missing: int,
+        last_missing: int,
+        first_readable: int,
+        checkpoint_version: int,
+    ):
+        super().__init__(message, table_path=table_path)
+        self.first_missing = first_missing
+        self.last_missing = last_missing
+        self.first_readable = first_readable
+        self.checkpoint_version = checkpoint_version
+
+
+@dataclass(frozen=True)
+class Commit:
+    """What one Delta version changed, as far as its log entry says.
+
+    Attributes:
+        version: the table version this commit created.
+        timestamp_ms: when (epoch milliseconds): ``commitInfo.inCommitTimestamp``, else
+            ``commitInfo.timestamp``, else the commit file's modification time.
+        operation: ``commitInfo.operation`` (``WRITE``, ``MERGE``...), ``UNKNOWN`` without one.
+        added: the partition values of each file added with ``dataChange`` true (``{}`` for
+            a file of an unpartitioned table).
+        removed: the same for each file removed with ``dataChange`` true.
+        user_metadata: ``commitInfo.userMetadata``, if any.
+
+    Example:
+        >>> c = Commit(3, 1704067200000, "WRITE", added=({"day": "2024-01-01"},))
+        >>> c.timestamp.isoformat(), c.data_changed
+        ('2024-01-01T00:00:00+00:00', True)
+    """
+
+    version: int
+    timestamp_ms: int
+    operation: str
+    added: tuple[PartitionValues, ...] = ()
+    removed: tuple[PartitionValues, ...] = ()
+    user_metadata: Optional[str] = None
+
+    @property
+    def timestamp(self) -> dt.datetime:
+        """The commit time, in UTC."""
+        return dt.datetime.fromtimestamp(self.timestamp_ms / 1000, tz=dt.timezone.utc)
+
+    @property
+    def data_changed(self) -> bool:
+        """Whether rows changed: files added or removed other than by rearranging rows.
+
+        ``OPTIMIZE``, property and schema changes (without a rewrite) change no rows.
+        """
+        return bool(self.added or self.removed)
+
+
+@dataclass(frozen=True)
+class DeltaLog:
+    """One listing of a table's ``_delta_log``: which versions exist and which can be read.
+
+    Build it with :meth:`open`; it lists the folder once and reads no commit until
+    :meth:`read_commits` asks for some.
+
+    Attributes:
+        table_path: the table's folder.
+        latest_version: the table's current version.
+        first_readable: the first version from which every commit file up to the latest
+            is present (earlier ones were cleaned up, or are missing).
+        checkpoint_version: the latest checkpoint's version, if there is one.
+    """
+
+    table_path: str
+    latest_version: int
+    first_readable: int
+    checkpoint_version: Optional[int]
+    _commit_files: Mapping[int, str]
+
+    @classmethod
+    def open(cls, table_path: str) -> "DeltaLog":
+        """List ``<table_path>/_delta_log``.
+
+        Raises:
+            DeltaTableMissingError: no ``_delta_log`` folder, or no commit in it yet.
+            DeltaLogUnreadableError: the folder cannot be listed.
+
+        Example:
+            >>> DeltaLog.open("/no/such/table")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            assetlake_dagster.delta_log.DeltaTableMissingError: no Delta table at /no/such/table: ...
+        """
+        log_dir = os.path.join(table_path, LOG_FOLDER)
+        try:
+            names = os.listdir(log_dir)
+        except FileNotFoundError:
+            raise DeltaTableMissingError(
+                f"no Delta table at {table_path}: {log_dir} does not exist. "
+                "Write the table first (or fix its name or the lake root).",
+                table_path=table_path,
+            ) from None
+        except OSError as exc:
+            raise DeltaLogUnreadableError(
+                f"cannot list the Delta log {log_dir}: {exc.strerror or exc}. "
+                "Give this process read access to the folder.",
+                table_path=table_path,
+                file=log_dir,
+            ) from None
+        commits: dict[int, str] = {}
+        checkpoints: list[int] = []
+        for name in names:
+            if match := _COMMIT_RE.match(name):
+                commits[int(match.group(1))] = os.path.join(log_dir, name)
+            elif match := _CHECKPOINT_RE.match(name):
+                checkpoints.append(int(match.group(1)))
+        checkpoint = max(checkpoints) if checkpoints else None
+        if checkpoint is None and LAST_CHECKPOINT_FILE in names:
+            checkpoint = _last_checkpoint_version(os.path.join(log_dir, LAST_CHECKPOINT_FILE))
+        if not commits and checkpoint is None:
+            raise DeltaTableMissingError(
+                f"no Delta table at {table_path}: {log_dir} holds no commit yet. "
+                "Write the table first (a writer may be creating it right now).",
+                table_path=table_path,
+            )
+        latest = max([*commits, *([checkpoint] if checkpoint is not None else [])])
+        first_readable = latest + 1
+        while first_readable - 1 in commits:
+            first_readable -= 1
+        return cls(table_path, latest, first_readable, checkpoint, commits)
+
+    def read_commits(self, after_version: int, up_to: Optional[int] = None) -> list["Commit"]:
+        """The commits of versions ``after_version + 1`` to ``up_to`` (default: the latest).
+
+        Only those commit files are opened. ``after_version`` at or past ``up_to`` gives
+        ``[]``: compare it with :attr:`latest_version` to notice a table that went back
+        (was re-created).
+
+        Raises:
+            DeltaLogExpiredError: some of them were removed by log cleanup after a
+                checkpoint; ``first_readable`` says where reading can resume.
+            DeltaLogUnreadableError: a commit file cannot be read or is not valid JSON, or
+                a version is missing that no checkpoint accounts for.
+            ValueError: ``up_to`` is past the latest version.
+
+        Example:
+            >>> log = DeltaLog.open("/data/lake/landing/orders")  # doctest: +SKIP
+            >>> [c.version for c in log.read_commits(after_version=4)]  # doctest: +SKIP
+            [5, 6, 7]
+        """
+        last = self.latest_version if up_to is None else up_to
+        if last > self.latest_version:
+            raise ValueError(f"up_to={last} is past the latest version {self.latest_version} of {self.table_path}")
+        wanted = range(max(after_version + 1, 0), last + 1)
+        missing = [v for v in wanted if v not in self._commit_files]
+        if missing:
+            self._raise_missing(missing)
+        return [self._read(version) for version in wanted]
+
+    def _raise_missing(self, missing: list[int]) -> NoReturn:
+        checkpoint = self.checkpoint_version
+        if checkpoint is None or max(missing) > checkpoint:
+            gap = next(v for v in missing if checkpoint is None or v > checkpoint)
+            raise DeltaLogUnreadableError(
+                f"the Delta log of {self.table_path} has no commit file for version {gap} "
+                f"({gap:020d}.json) and no checkpoint covers it: the log is damaged. "
+                "Restore the file from a backup, or re-create the table.",
+                table_path=self.table_path,
+                file=os.path.join(self.table_path, LOG_FOLDER, f"{gap:020d}.json"),
+            )
+        first, last = min(missing), max(missing)
+        raise DeltaLogExpiredError(
+            f"the commits {_span(first, last)} of {self.table_path} are no longer in its log: "
+            f"log cleanup removed their JSON files after checkpoint {checkpoint} "
+            "(delta.logRetentionDuration), so what they changed cannot be read; "
+            f"commits can be read from version {last + 1} on.",
+            table_path=self.table_path,
+            first_missing=first,
+            last_missing=last,
+            first_readable=last + 1,
+            checkpoint_version=checkpoint,
+        )
+
+    def _read(self, version: int) -> "Commit":
+        path = self._commit_files[version]
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.readlines()
+            mtime_ms = int(os.stat(path).st_mtime * 1000)
+        except FileNotFoundError:
+            # Deleted between the listing and now: log cleanup ran meanwhile.
+            self._raise_missing([version])
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise DeltaLogUnreadableError(
+                f"cannot read {path}: {reason}. Give this process read access to the table's "
+                "_delta_log, or restore the file if it is damaged.",
+                table_path=self.table_path,
+                file=path,
+            ) from None
+        return _parse_commit(version, path, lines, mtime_ms, self.table_path)
+
+
+def latest_version(table_path: str) -> int:
+    """The current version of the Delta table at ``table_path``.
+
+    Raises:
+        DeltaTableMissingError, DeltaLogUnreadableError: see :meth:`DeltaLog.open`.
+
+    Example:
+        >>> latest_version("/data/lake/landing/orders")  # doctest: +SKIP
+        7
+    """
+    return DeltaLog.open(table_path).latest_version
+
+
+def read_commits(table_path: str, after_version: int, up_to: Optional[int] = None) -> list[Commit]:
+    """The commits of the table at ``table_path`` after ``after_version``, up to ``up_to``.
+
+    Raises:
+        DeltaTableMissingError, DeltaLogUnreadableError, DeltaLogExpiredError: see
+        :meth:`DeltaLog.open` and :meth:`DeltaLog.read_commits`.
+
+    Example:
+        >>> [(c.version, c.added) for c in read_commits("/data/lake/landing/orders", 6)]  # doctest: +SKIP
+        [(7, ({'order_date': '2024-01-05'},))]
+    """
+    return DeltaLog.open(table_path).read_commits(after_version, up_to)
+
+
+def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, table_path: str) -> Commit:
+    info: dict[str, Any] = {}
+    added: list[PartitionValues] = []
+    removed: list[PartitionValues] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            action = json.loads(line)
+            if not isinstance(action, dict):
+                raise ValueError("an action must be a JSON object")
+            if "commitInfo" in action:
+                info = _object(action["commitInfo"], "commitInfo")
+            for kind, files in (("add", added), ("remove", removed)):
+                if kind in action:
+                    entry = _object(action[kind], kind)
+                    if entry.get("dataChange", True) is not False:
+                        files.append(_partition_values(entry.get("partitionValues")))
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            raise DeltaLogUnreadableError(
+                f"{path}:{number}: not a valid Delta action ({exc}). The commit file is damaged: "
+                "restore it from a backup, or re-create the table.",
+                table_path=table_path,
+                file=path,
+            ) from None
+    timestamp = info.get("inCommitTimestamp", info.get("timestamp"))
+    user_metadata = info.get("userMetadata")
+    return Commit(
+        version=version,
+        timestamp_ms=int(timestamp) if isinstance(timestamp, (int, float)) else mtime_ms,
+        operation=str(info.get("operation") or "UNKNOWN"),
+        added=tuple(added),
+        removed=tuple(removed),
+        user_metadata=user_metadata if isinstance(user_metadata, str) else None,
+    )
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"'{name}' must be a JSON object")
+    return value
+
+
+def _partition_values(value: Any) -> PartitionValues:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()
+    ):
+        raise ValueError("'partitionValues' must map column names to strings or null")
+    return value
+
+
+def _last_checkpoint_version(path: str) -> Optional[int]:
+    # Only a hint: unreadable or malformed means "no checkpoint known", never an error.
+    try:
+        with open(path, encoding="utf-8") as f:
+            version = json.load(f).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, int) and version >= 0 else None
+
+
+def _span(first: int, last: int) -> str:
+    return f"{first}" if first == last else f"{first}..{last}"
