@@ -7,6 +7,7 @@ from typing import Optional, Union
 import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
+from assetlake_dagster.automation import generated_definitions
 from assetlake_dagster.io_manager import TABLE_METADATA_KEY, DeltaIOManager
 from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
@@ -25,6 +26,7 @@ def build_definitions(
     load_python_files: bool = True,
     schedules: Iterable = (),
     sensors: Iterable = (),
+    jobs: Iterable = (),
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -41,10 +43,15 @@ def build_definitions(
         translator: overrides how specs become Dagster attributes.
         python_assets: more assets (written by the same Delta IO manager by default).
         load_python_files: import ``*.py`` files found in ``project_dir``.
+        schedules, sensors, jobs: yours, added beside the generated ones; one of yours
+            under a generated name replaces it.
 
     Returns:
         Definitions with the assets, the ``spark`` resource, the Delta IO manager as the
-        default ``io_manager``, and the in-process executor (one JVM for the whole run).
+        default ``io_manager``, and the in-process executor (one JVM for the whole run);
+        a job per group (``<group>_job``), a schedule per ``-- schedule`` line and, when
+        an asset has an automation condition, the running ``assetlake_automation_sensor``
+        (see :mod:`assetlake_dagster.schedules` and :mod:`assetlake_dagster.automation`).
 
     Example:
         >>> defs = build_definitions("pipelines/", lake_root="/data/lake")  # doctest: +SKIP
@@ -67,10 +74,13 @@ def build_definitions(
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
     external = [_external_asset_spec(translator, uri, readers.get(uri)) for uri in project.external]
     resource = spark or SparkDeltaResource(lake_root=lake_root)
+    schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
+    generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
-        schedules=list(schedules),
-        sensors=list(sensors),
+        schedules=[*schedules, *generated.schedules],
+        sensors=[*sensors, *generated.sensors],
+        jobs=[*jobs, *generated.jobs],
         resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
         executor=dg.in_process_executor,
     )

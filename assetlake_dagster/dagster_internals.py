@@ -127,6 +127,27 @@ def partition_keys_starting_in(
     return list(partitions_def.get_partition_keys_in_time_window(dg.TimeWindow(start, end)))
 
 
+def condition_without(condition: dg.AutomationCondition, operand: dg.AutomationCondition) -> dg.AutomationCondition:
+    """``condition`` (an AND, such as ``AutomationCondition.eager()``) without one operand."""
+    # Dagster's docs customize eager exactly so ("Updating older time partitions":
+    # eager().without(in_latest_time_window())), but AndAutomationCondition.without is
+    # not @public; rebuilding eager from its parts would drift from Dagster's eager.
+    return condition.without(operand)
+
+
+def is_materializable(assets_def: dg.AssetsDefinition) -> bool:
+    """Whether ``assets_def`` materializes (an external or observable asset does not)."""
+    # A Python asset may be external; a job per group selects only what can run.
+    return assets_def.is_materializable
+
+
+def sensor_asset_selection(sensor: dg.SensorDefinition) -> Optional[dg.AssetSelection]:
+    """The assets a sensor targets (an automation condition sensor: those it evaluates)."""
+    # Our automation sensor leaves out the assets a user's own automation sensor evaluates:
+    # two sensors evaluating one asset would both request it.
+    return sensor.asset_selection
+
+
 def add_run_tags(instance: dg.DagsterInstance, run_id: str, tags: Mapping[str, str]) -> None:
     """Add or overwrite tags of a run that is in progress."""
     # A failed blocking data test tags its own run so that no retry repeats it; no @public
@@ -171,8 +192,10 @@ __all__ = [
     "backfill_policy_of",
     "check_evaluations",
     "check_output_name",
+    "condition_without",
     "has_out_of_range_cron_interval",
     "implicit_asset_job",
+    "is_materializable",
     "is_valid_cron_string",
     "is_valid_owner",
     "is_valid_strict_tag_value",
@@ -183,5 +206,6 @@ __all__ = [
     "resolve_assets_def",
     "resolve_job_def",
     "retries_on_step_failure",
+    "sensor_asset_selection",
     "time_window_of",
 ]

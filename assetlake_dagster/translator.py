@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
+from assetlake_dagster.automation import automation_condition
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.spec import SqlAssetSpec, TableUri
@@ -67,6 +68,32 @@ class AssetlakeTranslator:
         """The ``-- partitioned`` line as a Dagster partitions definition."""
         return partitions_definition(spec.partitions) if spec.partitions else None
 
+    def get_automation_condition(self, spec: SqlAssetSpec) -> Optional[dg.AutomationCondition]:
+        """The asset's declarative automation condition: the ``-- automation`` line, else none.
+
+        ``eager`` also updates older time partitions, and every condition waits until the
+        upstreams' blocking data tests have passed (see :mod:`assetlake_dagster.automation`).
+        Whenever an asset has a condition, the definitions include a running
+        ``assetlake_automation_sensor`` that evaluates it.
+
+        Args:
+            spec: the parsed SQL file.
+
+        Returns:
+            The condition, or ``None`` for an asset that runs only when asked (or scheduled).
+
+        Example:
+            Every asset of the ``marts`` group eager, whatever its file says:
+
+            >>> class EagerMarts(AssetlakeTranslator):
+            ...     def get_automation_condition(self, spec):
+            ...         if self.get_group_name(spec) == "marts":
+            ...             return dg.AutomationCondition.eager()
+            ...         return super().get_automation_condition(spec)
+            >>> defs = build_definitions("pipelines/", translator=EagerMarts())  # doctest: +SKIP
+        """
+        return automation_condition(spec.automation) if spec.automation else None
+
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
         """Catalog metadata: table name, file, code reference.
 
@@ -104,6 +131,7 @@ class AssetlakeTranslator:
             tags=self.get_tags(spec),
             kinds=self.get_kinds(spec),
             partitions_def=self.get_partitions_def(spec),
+            automation_condition=self.get_automation_condition(spec),
         )
 
     def get_external_asset_spec(self, uri: TableUri, referenced_by: Optional[list[str]] = None) -> dg.AssetSpec:

@@ -30,10 +30,11 @@ def test_the_library_imports_private_dagster_names_only_through_the_adapter():
 
 #: Members of public Dagster classes that are not @public, each used through one adapter function.
 _NON_PUBLIC_MEMBERS = (
-    "add_asset_metadata", "add_run_tags", "asset_check_evaluation_data", "backfill_policy", "event_type_value",
-    "get_asset_check_evaluations", "get_materialized_partitions", "get_output_name_for_asset_check_key",
-    "resolve_assets_def", "resolve_implicit_job_def_def_for_assets", "resolve_job_def",
-    "run_retries_retry_on_asset_or_op_failure", "step_context", "time_window_for_partition_key",
+    "add_asset_metadata", "add_run_tags", "asset_check_evaluation_data", "asset_selection", "backfill_policy",
+    "event_type_value", "get_asset_check_evaluations", "get_materialized_partitions",
+    "get_output_name_for_asset_check_key", "is_materializable", "resolve_assets_def",
+    "resolve_implicit_job_def_def_for_assets", "resolve_job_def", "run_retries_retry_on_asset_or_op_failure",
+    "step_context", "time_window_for_partition_key", "without",
 )
 
 
@@ -123,6 +124,19 @@ with warnings.catch_warnings():
         backfill_policy=dg.BackfillPolicy.multi_run(2),
         check_specs=[dg.AssetCheckSpec("positive", asset="events")],
     )(_events)
+
+
+def test_automation_adapters_answer_as_the_library_expects():
+    A = dg.AutomationCondition
+    eager = di.condition_without(A.eager(), A.in_latest_time_window())
+    assert A.in_latest_time_window() in A.eager().children and A.in_latest_time_window() not in eager.children
+    assert len(eager.children) == len(A.eager().children) - 1
+    external = di.resolve_assets_def(dg.Definitions(assets=[dg.AssetSpec("x")]), dg.AssetKey("x"))
+    assert di.is_materializable(events) and not di.is_materializable(external)
+    sensor = dg.AutomationConditionSensorDefinition("s", target=dg.AssetSelection.assets("events"))
+    assert di.sensor_asset_selection(sensor).resolve(dg.Definitions(assets=[events]).resolve_asset_graph()) == {
+        dg.AssetKey("events")
+    }
 
 
 def test_definition_lookups_answer_as_the_library_expects():
