@@ -4,7 +4,8 @@
 * :mod:`~assetlake_dagster.annotations.header`: words, positions, the draft, shared helpers.
 * one module per family of lines: :mod:`.materialize`, :mod:`.partitioned`,
   :mod:`.upstreams` (``-- on``), :mod:`.data_test`, :mod:`.arguments` (``-- $name``),
-  :mod:`.catalog` (group, owner, tags, description, kinds).
+  :mod:`.catalog` (group, owner, tags, description, kinds), :mod:`.automation` (schedule,
+  automation).
 
 Checks that need the SQL body or other files happen afterwards, in
 :mod:`assetlake_dagster.project` and :mod:`assetlake_dagster.dag`.
