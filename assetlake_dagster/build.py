@@ -14,6 +14,7 @@ from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_table
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.watch import build_watch_sensor
 
 
 def build_definitions(
@@ -51,7 +52,9 @@ def build_definitions(
         default ``io_manager``, and the in-process executor (one JVM for the whole run);
         a job per group (``<group>_job``), a schedule per ``-- schedule`` line and, when
         an asset has an automation condition, the running ``assetlake_automation_sensor``
-        (see :mod:`assetlake_dagster.schedules` and :mod:`assetlake_dagster.automation`).
+        (see :mod:`assetlake_dagster.schedules` and :mod:`assetlake_dagster.automation`);
+        when the SQL reads external tables, the running ``assetlake_watch_external_tables``
+        sensor (:mod:`assetlake_dagster.watch`).
 
     Example:
         >>> defs = build_definitions("pipelines/", lake_root="/data/lake")  # doctest: +SKIP
@@ -75,6 +78,10 @@ def build_definitions(
     external = [_external_asset_spec(translator, uri, readers.get(uri)) for uri in project.external]
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
+    # External tables: observed from their Delta logs, their readers run on new commits.
+    watch = build_watch_sensor(project, keys_by_table, resource.lake)
+    if watch is not None and all(s.name != watch.name for s in sensors):
+        sensors.append(watch)  # a sensor of yours under its name replaces it
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],

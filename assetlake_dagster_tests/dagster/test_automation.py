@@ -20,6 +20,7 @@ from assetlake_dagster.automation import AUTOMATION_SENSOR_NAME, automation_cond
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.spec import AutomationKind, AutomationSpec
 from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.watch import WATCH_SENSOR_NAME
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "automation")
@@ -151,7 +152,9 @@ def test_an_unpartitioned_tick_is_one_run(defs):
 # -- automation --------------------------------------------------------------------------------
 def test_the_automation_sensor_runs_by_default_and_is_the_only_one(defs):
     sensors = {s.name: s for s in defs.get_repository_def().sensor_defs}
-    assert list(sensors) == [AUTOMATION_SENSOR_NAME]  # no default_automation_condition_sensor
+    # No default_automation_condition_sensor; the watch sensor is there because the project
+    # reads an external table.
+    assert sorted(sensors) == sorted([AUTOMATION_SENSOR_NAME, WATCH_SENSOR_NAME])
     sensor = sensors[AUTOMATION_SENSOR_NAME]
     assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
     assert sensor.default_status is dg.DefaultSensorStatus.RUNNING
