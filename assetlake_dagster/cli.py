@@ -182,6 +182,37 @@ def _engine(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from assetlake_dagster.demo import landing
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    resource = SparkDeltaResource(lake_root=args.lake_root)
+    table = resource.lake.table_path(landing.LANDING_TABLE)
+    if args.seed and landing.landing_exists(resource.lake):
+        print(f"{landing.LANDING_TABLE} already exists at {table}; nothing to seed")
+        return 0  # checked before Spark starts: a restart of scripts/dev.sh stays fast
+    try:
+        day = dt.date.fromisoformat(args.day) if args.day else None
+    except ValueError:
+        print(f"--day {args.day}: not a date. Write it as YYYY-MM-DD, e.g. 2024-03-05.", file=sys.stderr)
+        return 2
+    try:
+        spark = resource.get_session()
+        if args.seed:
+            rows = landing.seed(spark, resource.lake)
+            first, last = landing.SEED_DAYS
+            print(f"seeded {landing.LANDING_TABLE} with {rows} payments from {first} to {last} at {table}")
+        else:
+            day, rows = landing.land(spark, resource.lake, day)
+            print(f"landed {rows} payments of {day} in {landing.LANDING_TABLE} (one Delta commit) at {table}")
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    return 0
+
+
 #: Subcommand name → handler; a handler returns the process exit code.
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": _validate,
@@ -190,6 +221,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "restore": _restore,
     "check": _check,
     "engine": _engine,
+    "demo": _demo,
 }
 
 
@@ -256,6 +288,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     engine.add_argument("action", choices=("start", "status", "stop"))
     engine.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    demo = commands.add_parser(
+        "demo",
+        help="drop a day of payments into the demo's external landing table",
+        description="`land` appends one day of synthetic payments to delta://landing/payments as one Delta "
+        "commit (default: the day after the latest landed day): with `dagster dev` running, the watch sensor "
+        "then materializes staging/payments for that day, and analytics/payment_reconciliation follows. "
+        "`land --seed` creates the table with January and February when it does not exist.",
+    )
+    demo.add_argument("action", choices=("land",))
+    demo.add_argument("--day", default=None, help="the day to land, YYYY-MM-DD (default: the next one)")
+    demo.add_argument("--seed", action="store_true", help="create the table with Jan-Feb if it does not exist")
+    demo.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     return parser
 
 

@@ -26,7 +26,12 @@ DEMO_KEYS = {
     "analytics/top_customers",
     "ops/load_log",
     "analytics/monthly_revenue",
+    "staging/payments",
+    "analytics/payment_reconciliation",
+    "landing/payments",
 }
+#: The demo's external tables (read, produced by no file: nothing to materialize).
+DEMO_EXTERNAL_KEYS = {"landing/payments"}
 
 
 def cli_env(**overrides: str) -> dict[str, str]:

@@ -174,7 +174,7 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, 
             assert location["__typename"] == "RepositoryLocation", (name, location)
         demo = locations["assetlake_demo"]["repositories"][0]["assetNodes"]
         assert {"/".join(n["assetKey"]["path"]) for n in demo} == DEMO_KEYS
-        assert {n["groupName"] for n in demo} == {"raw", "sales", "customers", "ops"}
+        assert {n["groupName"] for n in demo} == {"raw", "sales", "customers", "ops", "payments", "external"}
 
         # Launched together, as two clicks would: all ten days with batch=5 (two runs, two
         # commits), and a range with a failing day with batch=2 (the run holding 2024-01-04

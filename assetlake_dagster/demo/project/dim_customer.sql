@@ -1,4 +1,5 @@
 -- materialize delta://analytics/dim_customer key=customer_id history track=tier,country deletes=close
+-- schedule 0 2 * * *
 -- group customers
 -- owner team:data-eng
 -- tags layer=core
