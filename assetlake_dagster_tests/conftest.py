@@ -26,19 +26,29 @@ os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
 
 #: Test folders = layers = markers: `bash scripts/test.sh -m unit` runs in seconds.
 LAYERS = ("unit", "spark", "dagster", "e2e")
+#: The order files are handed to pytest-xdist's workers (scripts/test.sh runs two, a file
+#: per worker): the layers with the longest files first, so that the run does not end with
+#: one worker on a long file while the other idles.
+RUN_ORDER = ("e2e", "spark", "dagster", "unit")
+
+
+def _layer(item) -> str:
+    parts = item.path.parts
+    folders = parts[parts.index("assetlake_dagster_tests") + 1 : -1]
+    return next((layer for layer in LAYERS if layer in folders), "unit")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        parts = item.path.parts
-        for layer in LAYERS:
-            if layer in parts[parts.index("assetlake_dagster_tests") + 1:-1]:
-                item.add_marker(getattr(pytest.mark, layer))
+        item.add_marker(getattr(pytest.mark, _layer(item)))
+    items.sort(key=lambda item: RUN_ORDER.index(_layer(item)))  # stable: file order kept within a layer
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _stop_the_suite_engine():
-    yield
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the suite's warm engine once, at the very end: in the controller process when
+    pytest-xdist runs workers (they all share the engine), else in this process."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the other workers may still use the engine
     from assetlake_dagster.engine import WarmEngine
 
     state_dir = os.environ["ASSETLAKE_ENGINE_DIR"]

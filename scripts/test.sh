@@ -5,4 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
-exec .venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist), a test file each at a time: the Spark and Dagster tests wait on
+# JVMs, subprocesses and daemons much of the time, so two share the 2 cores well. Each worker
+# has its own in-process Spark session; all share the suite's one warm engine.
+# ASSETLAKE_TEST_WORKERS=0 runs everything in this process.
+exec .venv/bin/python -m pytest -n "${ASSETLAKE_TEST_WORKERS:-2}" --dist loadfile "$@"
