@@ -14,6 +14,7 @@ from assetlake_dagster.io_manager import (
 )
 from assetlake_dagster.project import Project as Project, load_project as load_project
 from assetlake_dagster.resources import SparkDeltaResource as SparkDeltaResource
+from assetlake_dagster.run_config import sql_run_config as sql_run_config
 from assetlake_dagster.translator import AssetlakeTranslator as AssetlakeTranslator
 
 __version__ = "0.1.0"

@@ -13,13 +13,8 @@ from assetlake_dagster.partitions import backfill_policy, run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark_session import local_checkpoint
 from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
-from assetlake_dagster.sql_runner import (
-    argument_config_schema,
-    bind_arguments,
-    resolve_upstreams,
-    run_sql_file,
-    run_sql_slices,
-)
+from assetlake_dagster.run_config import argument_config_schema, arguments_metadata, bind_arguments
+from assetlake_dagster.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.checks import (
     audit_failure,
@@ -88,13 +83,15 @@ def build_sql_asset(
             raise dg.Failure(
                 f"{spec.uri} is partitioned: run it, or its checks, for one or more partitions.", allow_retries=False
             )
+        # Before Spark: a date argument that is not a date fails in a moment, not after a session.
+        args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
         resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
         # A session of the asset's own: its setup's SETs and temp views reach no other
         # asset of this run and no other run sharing the engine. Released once the IO
         # manager has written the DataFrame (it runs while this generator is suspended).
         spark = resource.new_session()
         try:
-            yield from _run_sql_asset(context, spec, asset_spec, output_name, managed, resource, spark)
+            yield from _run_sql_asset(context, spec, asset_spec, output_name, managed, resource, spark, args)
         except AssetlakeError:
             raise
         except Exception as exc:
@@ -116,9 +113,11 @@ def with_write_contract(
 
     The write contract (the file's ``MaterializeSpec``) is attached here, after the
     translator, so a ``get_metadata`` override without ``super()`` cannot turn a merge
-    into an overwrite. Deps on tables of these definitions point at those tables'
-    translated keys (a ``get_asset_key`` that adds a prefix leaves no phantom,
-    unprefixed upstream in the graph); other deps stay as the translator made them.
+    into an overwrite; so is the list of the file's arguments, which
+    :func:`~assetlake_dagster.run_config.sql_run_config` reads. Deps on tables of these
+    definitions point at those tables' translated keys (a ``get_asset_key`` that adds a
+    prefix leaves no phantom, unprefixed upstream in the graph); other deps stay as the
+    translator made them.
 
     Example:
         >>> spec = with_write_contract(translator.get_asset_spec(sql), sql, {})  # doctest: +SKIP
@@ -130,7 +129,8 @@ def with_write_contract(
         dg.AssetDep(translated.get(dep.asset_key, dep.asset_key), partition_mapping=dep.partition_mapping)
         for dep in asset_spec.deps
     ]
-    return asset_spec.replace_attributes(deps=deps, metadata={**asset_spec.metadata, **spec.materialize.to_metadata()})
+    metadata = {**asset_spec.metadata, **spec.materialize.to_metadata(), **arguments_metadata(spec.arguments)}
+    return asset_spec.replace_attributes(deps=deps, metadata=metadata)
 
 
 def _run_sql_asset(
@@ -141,11 +141,12 @@ def _run_sql_asset(
     managed: bool,
     resource: SparkDeltaResource,
     spark: Any,
+    args: dict[str, Any],
 ) -> Iterator[Any]:
-    """The body of a SQL asset's compute, in the asset's own session ``spark``."""
+    """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
+    run config's argument values ``args``."""
     lake = resource.lake
     upstream_versions = resolve_upstreams(spark, lake, spec)
-    args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
     context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
     slices = run_slices(context) if spec.partitions else []
     if slices:

@@ -1,17 +1,16 @@
-"""Running one SQL file in Spark: resolve upstream tables, bind arguments, run the SQL.
+"""Running one SQL file in Spark: resolve upstream tables, run the SQL with its arguments bound.
 
 Values are never spliced into SQL text: arguments are bound as Spark named parameter
-markers (``spark.sql(query, args={...})``).
+markers (``spark.sql(query, args={...})``); :mod:`assetlake_dagster.run_config` turns the
+run config into those values.
 """
 
-import datetime as dt
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import Any, Optional
 
-import dagster as dg
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
@@ -21,12 +20,9 @@ from assetlake_dagster.lake import Lake, is_history_table, register_current_view
 from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
-    ArgumentSpec,
-    ArgumentType,
     SqlAssetSpec,
     SqlStatement,
     TableUri,
-    convert_value,
 )
 from assetlake_dagster.writes.commit import current_version
 
@@ -35,46 +31,6 @@ _TEMP_VIEW_RE = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+AS\s+(?P<query>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
-
-_CONFIG_TYPES = {
-    ArgumentType.STRING: dg.String,
-    ArgumentType.INT: dg.Int,
-    ArgumentType.FLOAT: dg.Float,
-    ArgumentType.BOOL: dg.Bool,
-    ArgumentType.DATE: dg.String,
-    ArgumentType.TIMESTAMP: dg.String,
-}
-
-
-def argument_config_schema(arguments: tuple[ArgumentSpec, ...]) -> Optional[dict[str, dg.Field]]:
-    """``-- $name (type) [= default]`` lines -> the asset's Dagster run config schema."""
-    if not arguments:
-        return None
-    schema = {}
-    for arg in arguments:
-        kwargs: dict[str, Any] = {"description": f"SQL argument :{arg.name} ({arg.type.value})"}
-        if arg.has_default:
-            default = arg.default
-            kwargs["default_value"] = default.isoformat() if isinstance(default, (dt.date, dt.datetime)) else default
-        else:
-            kwargs["is_required"] = True
-        schema[arg.name] = dg.Field(_CONFIG_TYPES[arg.type], **kwargs)
-    return schema
-
-
-def bind_arguments(arguments: tuple[ArgumentSpec, ...], config: Mapping[str, Any]) -> dict[str, Any]:
-    """Run config -> typed Python values for Spark's parameter binding."""
-    values = {}
-    for arg in arguments:
-        value = config.get(arg.name, arg.default)
-        if isinstance(value, str) and arg.type in (ArgumentType.DATE, ArgumentType.TIMESTAMP):
-            # Run config carries dates as text; same parsing (and errors) as defaults.
-            try:
-                value = convert_value(value, arg.type)
-            except ValueError as exc:
-                raise AssetlakeError(f"run config {arg.name}={value!r}: {exc}", allow_retries=False) from exc
-        values[arg.name] = value
-    return values
 
 
 def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> dict[str, Optional[int]]:
