@@ -24,7 +24,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText
+from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText, did_you_mean
 from assetlake_dagster.sql_statements import (
     MAX_JOINS_WITHOUT_CONDITION,
     quiet_sqlglot,
@@ -42,6 +42,8 @@ SETUP_STATEMENTS = "SET, RESET, CREATE TEMP VIEW, CACHE TABLE and UNCACHE TABLE"
 PATH_FORMATS = frozenset({"delta", "parquet", "orc", "json", "csv", "text", "avro", "binaryfile"})
 _MANAGED_HINT = "Refer to managed tables as 'schema.table'."
 #: ``{partition}`` and friends, optionally wrapped in single quotes (Windmill's form).
+PARTITION_PLACEHOLDERS = ("partition", "partition_start", "partition_end")
+_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER_RE = re.compile(r"'\{(partition(?:_start|_end)?)\}'|\{(partition(?:_start|_end)?)\}")
 
 
@@ -169,6 +171,7 @@ class _Analyzer:
             self._token_error(err)
             return SqlAnalysis(), self.diagnostics
         self._placeholders_in_strings(tokens)
+        self._unknown_placeholders(tokens)
         statements = [self._statement(chunk) for chunk in split_statements(tokens) if chunk]
         if manual:
             setup, select = self._manual(statements)
@@ -194,6 +197,42 @@ class _Analyzer:
                     "Write it on its own, e.g. concat('day=', {partition}); it is bound as a string value.",
                     span=len("{partition}"),
                 )
+
+    def _unknown_placeholders(self, tokens: list[Token]) -> None:
+        """``{partitio_end}``: a misspelt placeholder would be parsed as a struct and never bound.
+
+        Flags ``{identifier}`` outside string literals (not Spark's ``${var}``), and a string
+        literal that is exactly ``'{identifier}'`` close to a placeholder's name.
+        """
+        names = [f"{{{name}}}" for name in PARTITION_PLACEHOLDERS]
+        literal = "A literal brace belongs in a string, e.g. concat('{', 'x', '}')."
+        for index in range(1, len(tokens) - 1):
+            open_, word, close = tokens[index - 1], tokens[index], tokens[index + 1]
+            if not (
+                open_.token_type is TokenType.L_BRACE
+                and close.token_type is TokenType.R_BRACE
+                and open_.end + 1 == word.start
+                and word.end + 1 == close.start
+                and _IDENTIFIER_RE.fullmatch(word.text)
+            ):
+                continue
+            if index >= 2 and tokens[index - 2].token_type is TokenType.PARAMETER and tokens[index - 2].end + 1 == open_.start:
+                continue  # ${var}: Spark's variable substitution, not ours
+            text = "{" + word.text + "}"
+            hint = did_you_mean(text, names).strip() or f"Placeholders are {', '.join(names)}."
+            self.error(open_.start, f"'{text}' is not a partition placeholder.", f"{hint} {literal}", span=len(text))
+        for token in tokens:
+            if token.token_type is TokenType.STRING and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", token.text):
+                if token.text in names:
+                    continue
+                hint = did_you_mean(token.text, names).strip()
+                if hint:
+                    self.error(
+                        token.start,
+                        f"'{token.text}' is not a partition placeholder.",
+                        f"{hint} {literal}",
+                        span=len(token.text) + 2,
+                    )
 
     # -- statements ------------------------------------------------------------------------
 
@@ -239,7 +278,9 @@ class _Analyzer:
             return None
         try:
             with quiet_sqlglot():
-                return self.dialect.parser().parse(tokens, self.sql)[0]
+                parsed = self.dialect.parser().parse(tokens, self.sql)
+            # A statement of only a stray keyword ('ELSE'...) parses to nothing at all.
+            return parsed[0] if parsed else None
         except RecursionError:
             self.error(
                 tokens[0].start,

@@ -6,6 +6,7 @@ one backfill run writes in one commit.
 """
 
 import datetime as dt
+import unicodedata
 from typing import Any, Optional
 
 from assetlake_dagster.annotations.header import HeaderDraft, Word, comma_items, option_name, parse_timezone
@@ -24,6 +25,10 @@ PARTITIONED_FORM = (
 )
 #: Options of each kind of ``-- partitioned`` line.
 TIME_WINDOW_OPTIONS = ("start=", "end=", "tz=", "batch=")
+#: Time windows start and end within these years: year 1 or 9999 in a zone overflows
+#: Python's datetime when Dagster computes the neighbouring windows.
+MIN_PARTITION_DATE = dt.datetime(1900, 1, 1)
+MAX_PARTITION_DATE = dt.datetime(2999, 12, 31, 23, 59, 59)
 #: Largest ``batch=``: one run and one commit write at most this many partitions.
 MAX_BACKFILL_BATCH = 1000
 
@@ -109,6 +114,13 @@ def _static_values(draft: HeaderDraft, kind_word: Word, raw: str, words: list[Wo
     for item in comma_items(text, first):
         if not item.text:
             draft.error(item, "empty partition key in the list.", "Write '-- partitioned static a,b,c'.", span=1)
+        elif any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in item.text):
+            bad = next(ch for ch in item.text if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"))
+            draft.error(
+                item,
+                f"partition key {item.text!r} contains the control character {bad!r}.",
+                "Partition keys are printable text (Dagster rejects tabs and newlines); remove it.",
+            )
         elif "..." in item.text or "|" in item.text or "[" in item.text or "]" in item.text:
             draft.error(
                 item,
@@ -151,6 +163,17 @@ def _time_window(
         return
     if start is None or ("end=" in options and end is None):
         return
+    for word, value in ((options["start="], start), (options.get("end="), end)):
+        if value is not None and not MIN_PARTITION_DATE <= value <= MAX_PARTITION_DATE:
+            name = word.text.partition("=")[0]
+            draft.error(
+                word,
+                f"{name}= {value.date().isoformat()} is outside the supported range "
+                f"{MIN_PARTITION_DATE.year}-01-01 to {MAX_PARTITION_DATE.year}-12-31.",
+                "Time-window partitions need dates a time zone can shift by a day and more; "
+                f"choose a date in {MIN_PARTITION_DATE.year}..{MAX_PARTITION_DATE.year}.",
+            )
+            return
     if end is not None and end <= start:
         draft.error(options["end="], "end= must be after start=.", "end= is exclusive: the first instant not covered.")
         return

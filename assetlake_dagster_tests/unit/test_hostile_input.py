@@ -57,6 +57,7 @@ def located_errors(text: str) -> list[str]:
             "f.sql:2:146: more than 12 JOINs without ON or USING in one statement.",
             id="joins-without-on",
         ),
+        pytest.param("-- materialize delta://a/b\nELSE\n", "f.sql:2:1: the file must end with one SELECT", id="stray-keyword-statement"),
     ],
 )
 def test_hostile_input_is_a_located_error(text, expected):

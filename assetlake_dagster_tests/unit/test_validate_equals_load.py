@@ -125,6 +125,56 @@ CASES = [
         ],
         id="schedule-and-automation",
     ),
+    pytest.param(
+        {"a.sql": "-- materialize delta://m/a\n-- partitioned daily start=0000-01-01 tz=Europe/Berlin\n\nSELECT 1 AS id\n"},
+        ["a.sql:2:22: start= '0000-01-01' is not a date. Write start=YYYY-MM-DD, or start=YYYY-MM-DDTHH:MM for an hour."],
+        id="year-0-start-with-a-zone",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned daily start=0001-01-01 tz=Europe/Berlin\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n-- partitioned hourly start=2024-01-01 end=9999-12-31 tz=Pacific/Kiritimati\n\n"
+            "SELECT 1 AS id\n",
+            "c.sql": "-- materialize delta://m/c\n-- partitioned monthly start=2024-02-01 end=2024-01-01\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:2:22: start= 0001-01-01 is outside the supported range 1900-01-01 to 2999-12-31. "
+            "Time-window partitions need dates a time zone can shift by a day and more; choose a date in 1900..2999.",
+            "b.sql:2:40: end= 9999-12-31 is outside the supported range 1900-01-01 to 2999-12-31. "
+            "Time-window partitions need dates a time zone can shift by a day and more; choose a date in 1900..2999.",
+            "c.sql:2:41: end= must be after start=. end= is exclusive: the first instant not covered.",
+        ],
+        id="extreme-and-reversed-dates",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned static a,b\tc\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n-- partitioned static x\x01y,z\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:2:25: partition key 'b\\tc' contains the control character '\\t'. "
+            "Partition keys are printable text (Dagster rejects tabs and newlines); remove it.",
+            "b.sql:2:23: partition key 'x\\x01y' contains the control character '\\x01'. "
+            "Partition keys are printable text (Dagster rejects tabs and newlines); remove it.",
+        ],
+        id="control-characters-in-static-keys",
+    ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned daily start=2024-01-01\n\n"
+            "SELECT id FROM raw.x WHERE d >= {partition_strat} AND d < '{partitio_end}' AND n = '{x}'\n",
+            "b.sql": "-- materialize delta://m/b\n\nSELECT {id} AS id, '${v}' AS v, '{' AS brace\n",
+        },
+        [
+            "a.sql:4:33: '{partition_strat}' is not a partition placeholder. Did you mean '{partition_start}'? "
+            "A literal brace belongs in a string, e.g. concat('{', 'x', '}').",
+            "a.sql:4:59: '{partitio_end}' is not a partition placeholder. Did you mean '{partition_end}'? "
+            "A literal brace belongs in a string, e.g. concat('{', 'x', '}').",
+            "b.sql:3:8: '{id}' is not a partition placeholder. Placeholders are {partition}, {partition_start}, "
+            "{partition_end}. A literal brace belongs in a string, e.g. concat('{', 'x', '}').",
+        ],
+        id="misspelt-placeholders",
+    ),
 ]
 
 
@@ -166,3 +216,30 @@ def test_a_python_asset_producing_the_referenced_table_passes_both(tmp_path, mon
     defs = build_definitions(".", lake_root=str(tmp_path / "lake"))
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
     assert keys == {"m/a", "raw/x", "lake/raw/people"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "daily start=1900-01-01 tz=Pacific/Kiritimati",
+        "hourly start=1900-01-01 end=1900-01-02 tz=Etc/GMT+12",
+        "weekly start=2999-12-01 end=2999-12-31T23:00 tz=Etc/GMT-14",
+        "monthly start=2999-01-01 tz=America/St_Johns",
+        "daily start=2024-03-31 end=2024-04-02 tz=Europe/Berlin",
+        "static a,b c,~!@#$%^&*(),ü,日本",
+    ],
+)
+def test_what_validate_accepts_dagster_builds(tmp_path, line):
+    """The edges of the accepted range: Dagster's own objects take them, no crash later."""
+    from assetlake_dagster.partitions import partitions_definition
+    from assetlake_dagster.project import parse_file
+
+    spec, problems = parse_file("f.sql", f"-- materialize delta://m/a\n-- partitioned {line}\n\nSELECT 1 AS id\n")
+    assert problems == []
+    definition = partitions_definition(spec.partitions)
+    keys = definition.get_partition_keys()[:3]  # time windows: up to now (none yet for 2999)
+    for key in keys:
+        assert definition.has_partition_key(key)
+    if hasattr(definition, "get_last_partition_window"):
+        definition.get_last_partition_window()
+        definition.get_first_partition_window()
