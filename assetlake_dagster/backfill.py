@@ -9,9 +9,9 @@ does not stop the others and leaves its own partitions at their prior version.
 """
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional, Union
 
 import dagster as dg
 
@@ -71,6 +71,7 @@ def run_backfill(
     instance: dg.DagsterInstance,
     missing_only: bool = False,
     batch_size: Optional[int] = None,
+    run_config: Optional[Union[Mapping[str, Any], dg.RunConfig]] = None,
     log: Callable[[str], None] = print,
 ) -> BackfillReport:
     """Materialize ``asset_key``'s partitions from ``start`` to ``end`` (inclusive) in batches.
@@ -82,11 +83,18 @@ def run_backfill(
         instance: where the runs are recorded.
         missing_only: skip partitions that already have a materialization.
         batch_size: partitions per run (default: the asset's ``batch=``).
+        run_config: every batch run's config, e.g. the values of the SQL file's
+            ``-- $name (type)`` arguments from :func:`~assetlake_dagster.run_config.sql_run_config`.
         log: where progress lines go.
 
+    Raises:
+        ConfigError: the asset is not partitioned, ``start``/``end`` is not one of its
+            partitions, or ``run_config`` does not fit its job (before any run).
+
     Example:
+        >>> config = sql_run_config(defs, {"staging/orders": {"min_amount": 10}})  # doctest: +SKIP
         >>> report = run_backfill(defs, dg.AssetKey(["staging", "orders"]), "2024-01-01", "2024-03-01",
-        ...                       instance=dg.DagsterInstance.get())  # doctest: +SKIP
+        ...                       instance=dg.DagsterInstance.get(), run_config=config)  # doctest: +SKIP
     """
     assets_def = resolve_assets_def(defs, asset_key)
     partitions_def = assets_def.partitions_def
@@ -114,9 +122,18 @@ def run_backfill(
             ASSET_PARTITION_RANGE_END_TAG: batch[-1],
             BACKFILL_TAG: report.backfill_id,
         }
-        result = job.execute_in_process(
-            instance=instance, asset_selection=[asset_key], tags=tags, raise_on_error=False
-        )
+        try:
+            result = job.execute_in_process(
+                instance=instance, asset_selection=[asset_key], tags=tags, run_config=run_config, raise_on_error=False
+            )
+        except dg.DagsterInvalidConfigError as err:
+            # Checked before the run is created, so this is the first batch and nothing ran.
+            asset = asset_key.to_user_string()
+            raise ConfigError(
+                f"the run config does not fit {asset}; no run started.\n{err}\nBuild it with "
+                f"sql_run_config(defs, {{'{asset}': {{<argument>: <value>}}}}): it names the op and checks "
+                "each argument's name and type."
+            ) from err
         outcome = (batch, result.run_id)
         succeeded = result.dagster_run.is_success
         (report.succeeded if succeeded else report.failed).append(outcome)

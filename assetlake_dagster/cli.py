@@ -5,7 +5,7 @@ Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMA
 
     assetlake validate pipelines/
     assetlake plan pipelines/customers.sql [--partition 2024-01-01]
-    assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing]
+    assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing] [--arg min_amount=10]
     assetlake restore delta://staging/orders --version 3
     assetlake check analytics/customers [--partition K]
     assetlake engine start|status|stop [--lake-root DIR]
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Optional
 
-from assetlake_dagster.errors import AssetlakeError, ProjectError
+from assetlake_dagster.errors import AssetlakeError, ConfigError, ProjectError
 from assetlake_dagster.project import load_project, parse_file
 
 
@@ -70,18 +70,46 @@ def _project_asset(args: argparse.Namespace):
 
 def _backfill(args: argparse.Namespace) -> int:
     from assetlake_dagster.backfill import run_backfill
+    from assetlake_dagster.run_config import sql_run_config
 
     try:
         defs, key = _project_asset(args)
+        # Every --arg is checked here, before any run or Spark session starts.
+        run_config = sql_run_config(defs, {key: _argument_values(args.arg)})
         with _instance() as instance:
             report = run_backfill(
-                defs, key, args.start, args.end, instance=instance, missing_only=args.missing, batch_size=args.batch
+                defs,
+                key,
+                args.start,
+                args.end,
+                instance=instance,
+                missing_only=args.missing,
+                batch_size=args.batch,
+                run_config=run_config or None,
             )
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
     print(f"{len(report.succeeded)} runs succeeded, {len(report.failed)} failed")
     return 0 if report.ok else 1
+
+
+def _argument_values(pairs: Sequence[str]) -> dict[str, str]:
+    """``--arg NAME=VALUE`` options -> ``{NAME: VALUE}`` (the values are still text)."""
+    values: dict[str, str] = {}
+    problems = []
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        name = name.strip()
+        if not equals or not name:
+            problems.append(f"--arg {pair!r} is not NAME=VALUE. Write it as e.g. --arg top_n=5.")
+        elif name in values:
+            problems.append(f"--arg {name} is given twice. Give each argument once.")
+        else:
+            values[name] = value
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return values
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -259,6 +287,13 @@ def _build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--to", dest="end", default=None, help="last partition key, inclusive (default: the last)")
     backfill.add_argument("--missing", action="store_true", help="only partitions without a materialization")
     backfill.add_argument("--batch", type=int, default=None, help="partitions per run (default: the asset's batch=)")
+    backfill.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a value for the SQL file's '-- $NAME (type)' argument, in every run (repeat for more)",
+    )
     backfill.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
     backfill.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     restore = commands.add_parser(

@@ -1,5 +1,5 @@
 """`-- $name (type)` arguments as run config: the op's schema (launchpad defaults), the
-`sql_run_config` helper and Dagster's own check of run config.
+`sql_run_config` helper, Dagster's own check of run config, and `assetlake backfill --arg`.
 
 Nothing here starts Spark: every error must come before a run or a session does.
 """
@@ -13,7 +13,7 @@ import pytest
 from assetlake_dagster import ConfigError, SparkDeltaResource, build_definitions, sql_run_config
 from assetlake_dagster.run_config import ARGUMENTS_METADATA_KEY, arguments_from_metadata
 from assetlake_dagster.spec import ArgumentSpec, ArgumentType
-from assetlake_dagster_tests.helpers import PROJECTS
+from assetlake_dagster_tests.helpers import PROJECTS, run_cli
 
 PROJECT = os.path.join(PROJECTS, "arguments")
 TYPED = dg.AssetKey(["mart", "typed"])
@@ -236,3 +236,54 @@ def test_a_date_that_is_not_a_date_fails_the_step_before_its_spark_session(tmp_p
         "Give a date as YYYY-MM-DD, e.g. 2024-01-31."
     )
 
+
+# -- assetlake backfill --arg: checked before any run or Spark --------------------------------
+
+
+@pytest.fixture
+def cli_project(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("ASSETLAKE_PROJECT_DIR", PROJECT)
+    monkeypatch.setenv("ASSETLAKE_LAKE_ROOT", str(tmp_path / "lake"))
+    return home
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(
+            ["--arg", "min_amont=2"],
+            "mart/big_events has no argument 'min_amont'. Did you mean 'min_amount'? Its arguments: "
+            "min_amount (float) = 0.0.",
+            id="unknown-name",
+        ),
+        pytest.param(
+            ["--arg", "min_amount=lots"],
+            "mart/big_events: argument 'min_amount' (float) cannot be 'lots'. Give a number, e.g. 0.5.",
+            id="bad-value",
+        ),
+        pytest.param(
+            ["--arg", "min_amount"], "--arg 'min_amount' is not NAME=VALUE. Write it as e.g. --arg top_n=5.", id="no-equals"
+        ),
+        pytest.param(
+            ["--arg", "min_amount=1", "--arg", "min_amount=2"],
+            "--arg min_amount is given twice. Give each argument once.",
+            id="twice",
+        ),
+    ],
+)
+def test_backfill_arg_errors_come_before_any_run(capsys, cli_project, args, message):
+    code, out, err = run_cli(capsys, "backfill", "mart/big_events", *args)
+    assert (code, out, err) == (1, "", message + "\n")
+    with dg.DagsterInstance.from_config(str(cli_project)) as instance:
+        assert instance.get_runs() == []
+
+
+def test_backfill_of_an_asset_with_a_required_argument_needs_arg(capsys, cli_project):
+    # mart/typed is not partitioned, but the missing value is reported first, before anything.
+    code, out, err = run_cli(capsys, "backfill", "mart/typed", "--arg", "top_n=5")
+    assert (code, err) == (1, "mart/typed: argument 'since' (date) has no default. Give it a value.\n")
+    code, out, err = run_cli(capsys, "backfill", "mart/plain", "--arg", "top_n=5")
+    assert code == 1 and err.startswith("mart/plain has no SQL arguments, so its run config takes none.")
