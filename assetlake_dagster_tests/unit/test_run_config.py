@@ -287,3 +287,21 @@ def test_backfill_of_an_asset_with_a_required_argument_needs_arg(capsys, cli_pro
     assert (code, err) == (1, "mart/typed: argument 'since' (date) has no default. Give it a value.\n")
     code, out, err = run_cli(capsys, "backfill", "mart/plain", "--arg", "top_n=5")
     assert code == 1 and err.startswith("mart/plain has no SQL arguments, so its run config takes none.")
+
+
+def test_run_backfill_refuses_run_config_that_does_not_fit_before_any_run(defs):
+    from assetlake_dagster.backfill import run_backfill
+
+    instance = dg.DagsterInstance.ephemeral()
+    wrong = {"ops": {"sql__mart__big_events": {"config": {"min_amont": 1.0}}}}
+    with pytest.raises(ConfigError) as err:
+        run_backfill(defs, EVENTS, None, None, instance=instance, run_config=wrong, log=lambda line: None)
+    assert str(err.value).splitlines() == [
+        "the run config does not fit mart/big_events; no run started.",
+        "Error in config for job __ASSET_JOB",
+        '    Error 1: Received unexpected config entry "min_amont" at path root:ops:sql__mart__big_events:config. '
+        'Expected: "{ min_amount?: Float }".',
+        "Build it with sql_run_config(defs, {'mart/big_events': {<argument>: <value>}}): it names the op and "
+        "checks each argument's name and type.",
+    ]
+    assert instance.get_runs() == []
