@@ -100,7 +100,7 @@ def load_project(
     diagnostics: list[Diagnostic] = []
     built: dict[str, tuple[Optional[SqlAssetSpec], list[Diagnostic], Optional[SourceText]]] = {}
     for path in discover_sql_files(root):
-        text, problem = _read(path)
+        text, problem = _read(path) if not _outside(path, root) else ("", _escaping_link(path))
         if problem is not None:
             built[path] = (None, [problem], None)
             continue
@@ -156,8 +156,10 @@ def _load_custom_tests(
             continue
         where = test.location
         path = _resolve_test_path(spec, test)
-        if os.path.commonpath([path, root]) != root:
-            problems.append(src.diagnostic(where.line, where.col, f"test file '{test.path}' is outside the project folder.",
+        if os.path.commonpath([path, root]) != root or _outside(path, root):
+            # Real paths: a test file that is a symlink to outside the project is outside it.
+            where_to = "" if os.path.commonpath([path, root]) != root else f" (a symlink to {os.path.realpath(path)})"
+            problems.append(src.diagnostic(where.line, where.col, f"test file '{test.path}' is outside the project folder{where_to}.",
                                            "Keep custom tests inside the project, e.g. 'tests/<name>.sql'.", span=len(test.path)))
             continue
         if not os.path.isfile(path):
@@ -214,6 +216,20 @@ def discover_sql_files(root: str) -> list[str]:
         dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
         found.extend(os.path.join(folder, f) for f in files if f.endswith(".sql"))
     return sorted(found)
+
+
+def _outside(path: str, root: str) -> bool:
+    """Whether ``path`` resolves (symlinks followed) outside the project folder ``root``."""
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, real_root]) != real_root
+
+
+def _escaping_link(path: str) -> Diagnostic:
+    return Diagnostic(
+        SourceLocation(display_path(path), 1, 1),
+        f"the file is a symlink to {os.path.realpath(path)}, outside the project folder.",
+        "Copy the file into the project, or point the link at a file inside the project.",
+    )
 
 
 def _read(path: str) -> tuple[str, Optional[Diagnostic]]:
