@@ -35,6 +35,9 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
         if partition is None:
             partition = _example_partition(spec)
         lines.append(f"partition   {partition!r} (bound as :partition; pass --partition to choose)")
+        window = _partition_window(spec, partition)
+        if window:
+            lines.append(f"window      {window}")
     elif partition is not None:
         raise ConfigError(f"{display_path(spec.path)} is not partitioned; drop --partition.")
     if spec.arguments:
@@ -78,8 +81,25 @@ def _describe_partitions(spec: SqlAssetSpec) -> str:
     elif p.kind is PartitionKind.DYNAMIC:
         text = f"dynamic {p.name}"
     else:
-        text = f"{p.kind.value} from {p.start}" + (f" to {p.end}" if p.end else "") + f" ({p.timezone or 'UTC'})"
+        # Dagster's end date is exclusive: `end=2024-01-11` makes 2024-01-10 the last day.
+        text = f"{p.kind.value} from {p.start}" + (f" to {p.end} (exclusive)" if p.end else "") + f" ({p.timezone or 'UTC'})"
     return f"{text}; backfills write {p.batch_size} partitions per run and commit"
+
+
+def _partition_window(spec: SqlAssetSpec, partition: str) -> Optional[str]:
+    """A time partition's bound window, its end marked exclusive (``None`` for other kinds).
+
+    Example:
+        >>> _partition_window(daily_spec, "2024-01-01")  # doctest: +SKIP
+        'partition_start = 2024-01-01 00:00:00+00:00, partition_end = 2024-01-02 00:00:00+00:00 (exclusive)'
+    """
+    if spec.partitions.kind in (PartitionKind.STATIC, PartitionKind.DYNAMIC):
+        return None
+    try:
+        window = partitions_definition(spec.partitions).time_window_for_partition_key(partition)
+    except Exception:  # not a key of this definition: the plan still shows the rest
+        return None
+    return f"partition_start = {window.start}, partition_end = {window.end} (exclusive)"
 
 
 def _example_partition(spec: SqlAssetSpec) -> str:

@@ -55,3 +55,21 @@ def test_plan_history_file_prints_the_merge(capsys, tmp_path):
     assert out[3] == "strategy    history on key (id), track name, tier, deletes close"
     assert f"  MERGE INTO delta.`{path}` AS t" in out
     assert "  WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false" in out
+
+
+def test_plan_marks_the_partition_range_end_and_window_end_exclusive(capsys, tmp_path):
+    sql = os.path.join(PROJECTS, "partitioned", "event_log.sql")
+    assert main(["plan", sql, "--lake-root", str(tmp_path), "--partition", "2024-01-10"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[5] == (
+        "partitions  daily from 2024-01-01 to 2024-01-11 (exclusive) (UTC); backfills write 5 partitions per run and commit"
+    )
+    assert out[7] == (
+        "window      partition_start = 2024-01-10 00:00:00+00:00, partition_end = 2024-01-11 00:00:00+00:00 (exclusive)"
+    )
+
+
+def test_plan_of_a_static_partition_has_no_window(capsys, tmp_path):
+    sql = os.path.join(PROJECTS, "partitioned", "region_events.sql")
+    assert main(["plan", sql, "--lake-root", str(tmp_path)]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("window")]
