@@ -1,0 +1,325 @@
+"""Fuzz the loader: generated and mutated annotated SQL files never crash or hang it.
+
+Each input is one ``*.sql`` file in its own temporary folder, loaded the way
+``assetlake validate`` loads it (``load_project``), under a wall-clock timeout. Every
+outcome is classified:
+
+- loaded: the folder loads cleanly;
+- located: a ``ProjectError`` whose every message starts ``<path>:<line>:<col>: ``;
+- traceback: any other exception (or an unlocated message);
+- hang: the load took longer than ``--timeout-s``.
+
+A clean load is also built into Dagster definitions (``build_definitions``, the code
+location's path) with each partitions definition's first and last window, so what
+validate accepts must not crash later (``--no-build`` skips it). Inputs come from two sources, mixed: grammar-aware headers (annotation keywords,
+options and values, plus hostile text: non-ASCII digits, control characters, quotes,
+braces) over a few SQL bodies, and byte/character-level mutations of the demo's and
+the tests' valid files. Usage::
+
+    python scripts/fuzz_annotations.py --files 3000 --seed 1 --timeout-s 10
+
+Prints ``fuzz: N files, L loaded, E located errors, T tracebacks, H hangs (seed S, X s)``
+and exits 1 when any traceback or hang was found, after saving the offending inputs
+(with the traceback) to a folder it names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_DIRS = (ROOT / "assetlake_dagster" / "demo" / "project", ROOT / "assetlake_dagster_tests" / "projects")
+
+WORDS = [
+    "materialize", "delta://a/b", "delta://s/t", "delta://", "delta://A/B", "key=id", "key=a,b", "history",
+    "append", "manual", "track=a", "deletes=close", "partitioned", "daily", "hourly", "weekly", "monthly",
+    "static", "dynamic", "start=2024-01-01", "start=1900-01-01", "start=2999-12-31", "start=0000-01-01",
+    "end=2024-02-01", "end=2024-01-01T06:00", "tz=UTC", "tz=Europe/Berlin", "tz=America", "batch=3",
+    "batch=²", "batch=0", "on", "window=7d", "window=24h", "data_test", "unique", "not_null",
+    "accepted_values", "relationships", "->", "delta://s/t.c", "tests/x.sql", "warn", "error", "$n", "$d",
+    "(int)", "(date)", "(float)", "(string)", "=", "a,b", "a,,b", "group", "owner", "tags", "k=v",
+    "description", "kinds", "schedule", "0 2 * * *", "automation", "eager", "on_cron", "on_missing",
+    "{partition}", "'{partition}'", "{partition_end}", "{partitio_end}", "x", ",", "'", '"', "\\", "²",
+    "１２", "٣", "\t", "\x01", "\x00", "\u200b", "\ufeff", "…", "...", "|", "[", "]", "(", ")", "{", "}",
+]
+BODIES = [
+    "SELECT 1 AS x",
+    "SELECT 1 AS x, 2 AS id",
+    "SELECT 1 AS x, :n AS n",
+    "SELECT x FROM s.t WHERE d >= {partition_start} AND d < {partition_end}",
+    "SELECT id, name FROM s.t WHERE d = '{partition}'",
+    "SELECT id FROM s.t WHERE d >= {partition_start} AND d < {partition_end}",
+    "SET a = 1;\nSELECT * FROM s.t",
+    "SELECT (((1))) AS x FROM s.t JOIN s.u",
+    "SELECT :n AS n, :d AS d FROM s.t",
+    "WITH c AS (SELECT 1 AS id) SELECT id FROM c",
+    "SELECT map('a', 1) AS m, named_struct('k', 1) AS s, '{' AS brace",
+    "INSERT INTO s.t VALUES (1)",
+    "CREATE TABLE s.t AS SELECT 1 AS x;\nSELECT * FROM s.t",
+    "",
+]
+HOSTILE = ["(" * 80, "JOIN s.u " * 30, "'", "/*", "--", "`", "\x00", "\r", "\u2028", "${x}", ";" * 5]
+LOCATED_AT = r"^{path}:\d+:\d+: "
+
+
+def seed_files() -> list[str]:
+    texts = []
+    for folder in SEED_DIRS:
+        for path in sorted(folder.rglob("*.sql")):
+            try:
+                texts.append(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+    return texts
+
+
+def noise(rng: random.Random, size: int) -> str:
+    pools = [
+        lambda: chr(rng.randrange(32, 127)),
+        lambda: chr(rng.randrange(0, 32)),
+        lambda: chr(rng.randrange(0x80, 0x3000)),
+        lambda: rng.choice(["²", "１", "٣", "\u200b", "\ufeff", "ß", "İ", "\u2028", "\x85"]),
+    ]
+    return "".join(rng.choice(pools)() for _ in range(size))
+
+
+def _pick(rng: random.Random, name: str) -> str:
+    return rng.choice(VALUES[name]) if rng.random() < 0.9 else noise(rng, rng.randrange(1, 6))
+
+
+def template_line(rng: random.Random) -> str:
+    """A well-formed annotation line whose values are drawn from edge cases."""
+    kind = rng.choice(["daily", "hourly", "weekly", "monthly"])
+    options = [f"start={_pick(rng, 'start')}"]
+    for name in ("end", "tz", "batch"):
+        if rng.random() < 0.4:
+            options.append(f"{name}={_pick(rng, name)}")
+    key = lambda: rng.choice(["a", "b", "x y", "ü", "日本", "'", '"', "\\", "$x", "{x}", noise(rng, 3)])  # noqa: E731
+    return rng.choice(
+        [
+            f"-- partitioned {kind} " + " ".join(options),
+            "-- partitioned static " + ",".join(key() for _ in range(rng.randrange(1, 5))),
+            f"-- partitioned dynamic {rng.choice(['d', 'my_set', 'x-y', noise(rng, 3)])}",
+            f"-- on delta://s/t window={_pick(rng, 'window')}",
+            f"-- data_test {rng.choice(['unique', 'not_null'])} {rng.choice(['x', 'id', 'x,x', noise(rng, 2)])}",
+            f"-- data_test accepted_values x = {rng.choice(['a,b', '1,2', noise(rng, 4)])}",
+            "-- data_test relationships x -> delta://s/t.x",
+            f"-- $n ({rng.choice(['int', 'date', 'float', 'string', 'bool'])}) = {rng.choice(['1', '2024-01-01', '1.5', 'x', noise(rng, 3)])}",
+            f"-- schedule {rng.choice(['0 2 * * *', '*/5 * * * *', '0 25 * * *', noise(rng, 5)])}",
+            f"-- automation {rng.choice(['eager', 'on_missing', 'on_cron 0 2 * * *', 'on_cron 0 2 * * * tz=Local'])}",
+        ]
+    )
+
+
+def generated(rng: random.Random) -> str:
+    """A header of annotation lines (well-formed with edge-case values, or grammar words and noise) over a SQL body."""
+    lines = []
+    if rng.random() < 0.8:
+        lines.append("-- materialize " + rng.choice(["delta://a/b", "delta://s/x", "manual delta://a/b", f"delta://a/b key={_pick(rng, 'key')}"]))
+    well_formed = rng.random() < 0.35  # only template lines: many of these load, then build
+    for _ in range(rng.randrange(0, 4 if well_formed else 6)):
+        if well_formed or rng.random() < 0.6:
+            lines.append(template_line(rng))
+            continue
+        words = [rng.choice(WORDS) if rng.random() < 0.8 else noise(rng, rng.randrange(1, 8)) for _ in range(rng.randrange(1, 7))]
+        prefix = rng.choice(["-- ", "-- ", "-- ", "--", "// ", "-- -- "])
+        lines.append(prefix + " ".join(words))
+    body = rng.choice(BODIES)
+    if rng.random() < 0.2:
+        body += " " + rng.choice(HOSTILE)
+    return "\n".join(lines) + "\n\n" + body + "\n"
+
+
+def loading_seeds(seeds: list[str]) -> list[str]:
+    """The seed files that parse cleanly on their own (the light mutations start from these)."""
+    from assetlake_dagster.project import parse_file
+
+    return [text for text in seeds if not parse_file("f.sql", text)[1]] or seeds
+
+
+def mutated(rng: random.Random, seeds: list[str], good: list[str]) -> str:
+    """A seed file with one value swapped (light), or a few character-level edits."""
+    if rng.random() < 0.4:  # light: one value swapped, so that many mutants still load
+        return _swap_value(rng, rng.choice(good))
+    text = rng.choice(seeds)
+    for _ in range(rng.randrange(1, 6)):
+        text = _edit(rng, text)
+    return text
+
+
+VALUES = {
+    "start": ["1900-01-01", "2999-12-31", "2024-02-29", "2023-02-29", "2024-01-01T23:00", "2024-01-01T24:00", "1899-12-31"],
+    "end": ["1900-01-02", "3000-01-01", "2024-01-01", "2024-03-10T02:00"],
+    "tz": ["UTC", "Europe/Berlin", "Pacific/Kiritimati", "Etc/GMT+12", "America/St_Johns", "Asia/Kathmandu", "Local"],
+    "batch": ["1", "1000", "1001", "01", "-1"],
+    "window": ["1d", "7d", "24h", "0d", "1000000d", "2w", "3m"],
+    "key": ["id", "id,id", "a,b", "_partition", "ID"],
+}
+
+
+def _swap_value(rng: random.Random, text: str) -> str:
+    """Replace one ``name=value`` option's value, or one header word, with another valid-looking one."""
+    options = list(re.finditer(r"\b(start|end|tz|batch|window|key)=(\S+)", text))
+    if options and rng.random() < 0.7:
+        match = rng.choice(options)
+        value = rng.choice(VALUES[match.group(1)])
+        return text[: match.start(2)] + value + text[match.end(2) :]
+    words = list(re.finditer(r"(?m)(?<=^-- )\S+|(?<= )\S+", text.split("\n\n", 1)[0]))
+    if not words:
+        return _edit(rng, text)
+    match = rng.choice(words)
+    return text[: match.start()] + rng.choice(WORDS) + text[match.end() :]
+
+
+def _edit(rng: random.Random, text: str) -> str:
+    """One edit: replace, insert or delete characters, duplicate a line or splice a hostile piece."""
+    op = rng.random()
+    pos = rng.randrange(0, len(text) + 1)
+    if op < 0.3 and text:  # replace one character
+        pos = min(pos, len(text) - 1)
+        text = text[:pos] + noise(rng, 1) + text[pos + 1 :]
+    elif op < 0.5:  # insert noise or a grammar word
+        piece = rng.choice(WORDS) if rng.random() < 0.5 else noise(rng, rng.randrange(1, 5))
+        text = text[:pos] + piece + text[pos:]
+    elif op < 0.7:  # delete a span
+        text = text[:pos] + text[pos + rng.randrange(1, 20) :]
+    elif op < 0.85:  # duplicate a line
+        lines = text.split("\n")
+        i = rng.randrange(len(lines))
+        lines.insert(i, lines[i])
+        text = "\n".join(lines)
+    else:  # splice a hostile piece
+        text = text[:pos] + rng.choice(HOSTILE) + text[pos:]
+    return text
+
+
+def inputs(seed: int, count: int) -> Iterator[str]:
+    """``count`` file texts, reproducible from ``seed``."""
+    rng = random.Random(seed)
+    seeds = seed_files()
+    good = loading_seeds(seeds) if seeds else []
+    for _ in range(count):
+        yield mutated(rng, seeds, good) if seeds and rng.random() < 0.5 else generated(rng)
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise Hang()
+
+
+def _build(folder: str) -> None:
+    import warnings
+
+    import dagster as dg
+
+    from assetlake_dagster.build import build_definitions
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        defs = build_definitions(folder, lake_root=os.path.join(os.path.dirname(folder), "lake"), load_python_files=False)
+        graph = defs.resolve_asset_graph()
+        for key in graph.get_all_asset_keys():
+            partitions = graph.get(key).partitions_def
+            if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
+                partitions.get_first_partition_window()
+                partitions.get_last_partition_window()
+            elif isinstance(partitions, dg.StaticPartitionsDefinition):
+                partitions.get_partition_keys()
+
+
+def classify(folder: str, text: str, timeout_s: float, build: bool = True) -> tuple[str, str]:
+    """Write ``text`` as ``<folder>/f.sql``, load it; (outcome, detail)."""
+    from assetlake_dagster.errors import ProjectError
+    from assetlake_dagster.project import load_project
+
+    path = os.path.join(folder, "f.sql")
+    with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+        f.write(text)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        load_project(folder, load_python_files=False)
+        if build:
+            # What validate accepts must build: definitions, partitions and their first/last windows.
+            _build(folder)
+        outcome, detail = "loaded", ""
+    except Hang:
+        return "hang", f"load took more than {timeout_s} s"
+    except ProjectError as err:
+        located = re.compile(LOCATED_AT.format(path=re.escape(path)))
+        bad = [d.render().splitlines()[0] for d in err.diagnostics if not located.match(d.render())]
+        outcome, detail = ("located", "") if err.diagnostics and not bad else ("traceback", "unlocated: " + repr(bad))
+    except Exception:  # noqa: BLE001 - every other exception is a finding
+        outcome, detail = "traceback", traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return outcome, detail
+
+
+def run(
+    files: int, seed: int, timeout_s: float, out_dir: str | None = None, quiet: bool = False, build: bool = True
+) -> dict:
+    counts = {"loaded": 0, "located": 0, "traceback": 0, "hang": 0}
+    findings: list[tuple[int, str, str, str]] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="assetlake-fuzz-") as work:
+        folder = os.path.join(work, "project")
+        for index, text in enumerate(inputs(seed, files)):
+            shutil.rmtree(folder, ignore_errors=True)
+            os.mkdir(folder)
+            outcome, detail = classify(folder, text, timeout_s, build)
+            counts[outcome] += 1
+            if outcome in ("traceback", "hang"):
+                findings.append((index, outcome, text, detail))
+    seconds = time.monotonic() - started
+    counts["seconds"] = seconds
+    counts["findings"] = findings
+    if findings:
+        out = out_dir or tempfile.mkdtemp(prefix=f"assetlake-fuzz-findings-{seed}-")
+        os.makedirs(out, exist_ok=True)
+        for index, outcome, text, detail in findings:
+            with open(os.path.join(out, f"{index:06d}-{outcome}.sql"), "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(text)
+            with open(os.path.join(out, f"{index:06d}-{outcome}.txt"), "w", encoding="utf-8") as f:
+                f.write(detail)
+        counts["out"] = out
+    if not quiet:
+        print(
+            f"fuzz: {files} files, {counts['loaded']} loaded, {counts['located']} located errors, "
+            f"{counts['traceback']} tracebacks, {counts['hang']} hangs (seed {seed}, {seconds:.0f} s)"
+        )
+        if findings:
+            print(f"fuzz: the offending inputs and their tracebacks are in {counts['out']}", file=sys.stderr)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=3000, help="how many files to generate (default 3000)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed: the same seed gives the same files")
+    parser.add_argument("--timeout-s", type=float, default=10.0, help="per-file load budget in seconds (default 10)")
+    parser.add_argument("--no-build", action="store_true", help="skip building Dagster definitions of clean loads")
+    parser.add_argument("--out", help="folder for the offending inputs (default: a new temporary folder)")
+    args = parser.parse_args(argv)
+    counts = run(args.files, args.seed, args.timeout_s, args.out, build=not args.no_build)
+    return 1 if counts["traceback"] or counts["hang"] else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
