@@ -3,7 +3,8 @@
 The Delta table of ``delta://s/t`` lives at ``<lake_root>/s/t``. Identifiers are
 allow-listed by :class:`~assetlake_dagster.spec.TableUri`, and every resolved path is
 checked to stay inside the lake root, so no URI, symlink or setting can point a write
-elsewhere.
+elsewhere. A table's path never goes through a symlink inside the lake either: such a link
+could alias two tables or nest one inside another's folder.
 """
 
 import os
@@ -55,11 +56,19 @@ class Lake:
         if self.is_url:
             # Segments are allow-listed identifiers: no '..', no '/', nothing to normalise.
             return f"{self.root.rstrip('/')}/{uri.schema}/{uri.table}"
-        path = os.path.realpath(os.path.join(self.root, uri.schema, uri.table))
+        own = os.path.join(self.root, uri.schema, uri.table)
+        path = os.path.realpath(own)
         if os.path.commonpath([path, self.root]) != self.root or path == self.root:
             raise ConfigError(
                 f"{uri} resolves to {path}, outside the lake root {self.root}. "
                 "Remove the symlink that points out of the lake."
+            )
+        if path != own:
+            # A link inside the lake could make two URIs one table, or put one table inside
+            # another's folder (whose VACUUM or overwrite would then delete it): refused.
+            raise ConfigError(
+                f"{uri} resolves through a symlink to {path}, not its own folder {own}. "
+                "Each table has its own folder in the lake; remove the symlink (move the table there instead)."
             )
         return path
 
