@@ -26,6 +26,7 @@ from assetlake_dagster.writes.commit import (
     WriteResult,
     WriteTarget,
     current_version,
+    first_write_cleanup,
     no_commit,
     result_from_history,
 )
@@ -50,6 +51,11 @@ class AppendWrite(WriteStrategyBase):
         )
 
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
+        # A failed first write leaves no folder behind (Delta writes files before committing).
+        with first_write_cleanup(spark, target.path):
+            return self._write(spark, df, target)
+
+    def _write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         check_columns(self, target, df.columns)
         if target.partitioned:
             check_rows_in_slice(self, df, target)

@@ -8,6 +8,7 @@ version a write produced is found by that stamp in the table history, never by t
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -310,3 +311,58 @@ def table_lock(spark: SparkSession, path: str) -> Iterator[None]:
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+@contextmanager
+def first_write_cleanup(spark: SparkSession, path: str) -> Iterator[None]:
+    """Run a write that may create the table at ``path``; if it fails before the table's
+    first commit, remove what it left there.
+
+    Delta writes the data files, and ``_delta_log/_staged_commits``, before it commits. A
+    first write whose SELECT failed mid-job (a division by zero under ANSI, a cast error)
+    left that folder: Spark reads it as "no table", other readers (delta-rs) may not, and
+    the orphan files stay. A write that finds no folder holds the table lock (no other
+    writer of this machine starts on the folder meanwhile) and, on failure, removes the
+    folder unless it holds a commit. A lost engine is left alone (its server may still be
+    writing), and so is a lake on an object store (``path`` is a URL).
+
+    Example:
+        >>> with first_write_cleanup(spark, "/lake/s/t"):  # doctest: +SKIP
+        ...     df.write.format("delta").save("/lake/s/t")
+    """
+    if _URL.match(path) or os.path.lexists(path):
+        yield
+        return
+    with table_lock(spark, path):
+        creating = not os.path.lexists(path)
+        try:
+            yield
+        except BaseException as exc:
+            if creating:
+                remove_uncommitted_table(path, exc)
+            raise
+
+
+def remove_uncommitted_table(path: str, exc: Optional[BaseException] = None) -> bool:
+    """Remove the folder of a table that has no commit (a failed first write's leftovers).
+
+    Anything in ``_delta_log`` beyond an empty ``_staged_commits`` (a commit, checkpoint,
+    checksum, ``_last_checkpoint``, a staged commit) keeps the folder; so does a lost engine (``exc``). Returns
+    whether the folder was removed.
+    """
+    from assetlake_dagster.engine import is_engine_lost
+
+    if exc is not None and is_engine_lost(exc):
+        return False
+    if os.path.islink(path) or not os.path.isdir(path):
+        return False
+    try:
+        log = os.listdir(os.path.join(path, "_delta_log"))
+        staged = os.listdir(os.path.join(path, "_delta_log", "_staged_commits")) if "_staged_commits" in log else []
+    except FileNotFoundError:
+        log, staged = [], []
+    log = [n for n in log if n != "_staged_commits"] + staged
+    if log:
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return not os.path.lexists(path)

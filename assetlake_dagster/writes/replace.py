@@ -18,7 +18,13 @@ from assetlake_dagster.writes.base import (
     check_schema_compatible,
     delta_columns,
 )
-from assetlake_dagster.writes.commit import WriteResult, WriteTarget, current_version, result_from_history
+from assetlake_dagster.writes.commit import (
+    WriteResult,
+    WriteTarget,
+    current_version,
+    first_write_cleanup,
+    result_from_history,
+)
 from assetlake_dagster.writes.slices import partition_predicate
 
 
@@ -53,6 +59,11 @@ class ReplaceWrite(WriteStrategyBase):
         )
 
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
+        # A failed first write leaves no folder behind (Delta writes files before committing).
+        with first_write_cleanup(spark, target.path):
+            return self._write(spark, df, target)
+
+    def _write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         if target.partitioned:
             return self._replace_slice(spark, df, target)
         check_columns(self, target, df.columns)

@@ -4,6 +4,7 @@ Each write runs twice; failures must leave the table at its prior version.
 """
 
 import json
+import os
 
 import pytest
 from delta.tables import DeltaTable
@@ -228,3 +229,44 @@ def test_pandas_frames_with_chunked_arrow_strings_are_written_with_their_nulls(s
     t = target(lake_root, WriteStrategy.REPLACE, "run1")
     strategy_for(WriteStrategy.REPLACE).write(spark, to_spark(spark, frame), t)
     assert rows(spark, t.path) == [(1, "ann"), (1, "ann"), (2, None)]
+
+
+@pytest.mark.parametrize(
+    "strategy, partitions",
+    [
+        pytest.param(WriteStrategy.REPLACE, (), id="replace"),
+        pytest.param(WriteStrategy.REPLACE, ("a",), id="replace-partition"),
+        pytest.param(WriteStrategy.APPEND, (), id="append"),
+    ],
+)
+def test_a_failed_first_write_leaves_no_table_behind(spark, lake_root, strategy, partitions):
+    """A SELECT that fails at runtime (ANSI division by zero) while creating the table:
+    Delta had written data files and an empty ``_delta_log`` (``_staged_commits``), which
+    Spark reads as "no table" but the delta-rs reader cannot open. Nothing must remain."""
+    import deltalake
+    from deltalake.exceptions import TableNotFoundError
+
+    from assetlake_dagster.partitions import with_partition_key
+
+    t = WriteTarget(
+        uri=TableUri("s", "t"),
+        path=f"{lake_root}/s/t",
+        strategy=strategy,
+        stamp=CommitStamp(run_id="run1", asset="s/t", partition=partitions[0] if partitions else None),
+        partitions=partitions,
+    )
+    failing = spark.sql("SELECT CAST(id AS INT) AS id, CAST(10 DIV (id - 5) AS INT) AS v FROM range(10)")
+    if partitions:
+        failing = with_partition_key(spark, failing, partitions[0])
+    with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
+        strategy_for(strategy).write(spark, failing, t)
+    assert not os.path.exists(t.path)
+    assert not DeltaTable.isDeltaTable(spark, t.path)
+    with pytest.raises(TableNotFoundError):
+        deltalake.DeltaTable(t.path)
+    # The next run creates the table as if the failed one never happened.
+    good = spark.sql("SELECT CAST(id AS INT) AS id, 1 AS v FROM range(3)")
+    if partitions:
+        good = with_partition_key(spark, good, partitions[0])
+    assert strategy_for(strategy).write(spark, good, t).version == 0
+    assert deltalake.DeltaTable(t.path).version() == 0
