@@ -397,6 +397,29 @@ def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(rem
         assert {d: sorted(map(tuple, again[d])) for d in DAYS} == {d: sorted(map(tuple, parts[table][d])) for d in DAYS}
 
 
+
+def test_an_audited_batch_of_a_quarter_goes_over_spark_connect(remote, lake_root):
+    """91 partitions in one audited batch: the parts' union is one plan, copied into the
+    Spark Connect checkpoint command before the audit. A left-deep union of 91 nests past
+    protobuf's limit of 100 levels and failed with "DecodeError: Error parsing message with
+    type 'spark.connect.Relation'" (the demo's staging/payments in "Materialize all")."""
+    resource, spark = remote
+    defs = build_definitions(os.path.join(PROJECTS, "connect_wide_batch"), spark=resource)
+    key = dg.AssetKey(["mart", "wide_batch"])
+    job = defs.resolve_implicit_job_def_def_for_assets([key])
+    days = [str(dt.date(2024, 1, 1) + dt.timedelta(days=i)) for i in range(91)]
+    batch = job.execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(),
+        asset_selection=[key],
+        tags={"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]},
+        raise_on_error=False,
+    )
+    failures = [e.event_specific_data.error.message for e in batch.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert batch.success, failures
+    rows = spark.read.format("delta").load(os.path.join(lake_root, "mart", "wide_batch")).collect()
+    assert sorted(r[PARTITION_COLUMN] for r in rows) == days
+    assert all(str(r.day) == r[PARTITION_COLUMN] for r in rows)
+
 GOOD_ORDERS = [(1, 10, 5.0), (2, 11, 7.5), (3, 10, 1.0)]
 #: One bad row per blocking test: the row, the check it trips, and what the message says.
 BAD_ORDERS = [
