@@ -8,7 +8,6 @@ run config into those values.
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from functools import reduce
 from typing import Any, Optional
 
 from pyspark.errors import PySparkException
