@@ -9,6 +9,8 @@ import datetime as dt
 import unicodedata
 from typing import Any, Optional
 
+import dagster as dg
+
 from assetlake_dagster.annotations.header import HeaderDraft, Word, comma_items, option_name, parse_timezone
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import (
@@ -177,6 +179,8 @@ def _time_window(
     if end is not None and end <= start:
         draft.error(options["end="], "end= must be after start=.", "end= is exclusive: the first instant not covered.")
         return
+    if not _dagster_accepts(draft, keyword, kind, start, end, tz, options):
+        return
     draft.partitions = PartitionSpec(
         kind,
         start=options["start="].text[len("start=") :],
@@ -185,6 +189,75 @@ def _time_window(
         batch_size=batch,
         location=location,
     )
+
+
+def _dagster_accepts(
+    draft: HeaderDraft,
+    keyword: Word,
+    kind: PartitionKind,
+    start: dt.datetime,
+    end: Optional[dt.datetime],
+    tz: Optional[str],
+    options: dict[str, Word],
+) -> bool:
+    """Build Dagster's own partitions definition now, so that what loads here also builds later.
+
+    Dagster aligns the first partition to a whole hour/day/week/month at or after start=;
+    with end= before that partition's end there is no partition at all, and Dagster then
+    reports a first window after its last one (and fails on ranges).
+    """
+    cls = {
+        PartitionKind.HOURLY: dg.HourlyPartitionsDefinition,
+        PartitionKind.DAILY: dg.DailyPartitionsDefinition,
+        PartitionKind.WEEKLY: dg.WeeklyPartitionsDefinition,
+        PartitionKind.MONTHLY: dg.MonthlyPartitionsDefinition,
+    }[kind]
+    try:
+        cls(start_date=start, end_date=end, timezone=tz or "UTC").get_first_partition_window()
+    except Exception as err:  # noqa: BLE001 - any refusal by Dagster becomes a located error
+        draft.error(
+            keyword,
+            f"Dagster cannot build these partitions: {str(err).splitlines()[0] if str(err) else type(err).__name__}.",
+            "Choose other start=/end=/tz= values.",
+            span=len("partitioned"),
+        )
+        return False
+    first_start, first_end = first_window(kind, start)
+    if end is not None and first_end > end:
+        draft.error(
+            options["end="],
+            f"no whole {kind.value} partition fits between start= and end= (the first starts "
+            f"{first_start:%Y-%m-%d %H:%M} and ends {first_end:%Y-%m-%d %H:%M}).",
+            f"Partitions start on a whole {_UNIT[kind]}; move end= later or start= earlier.",
+        )
+        return False
+    return True
+
+
+def first_window(kind: PartitionKind, start: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """The first whole partition at or after ``start`` (local times), as Dagster aligns it:
+    hours, midnights, weeks from Sunday (Dagster's default), months from the 1st.
+
+    Example:
+        >>> first_window(PartitionKind.WEEKLY, dt.datetime(2024, 4, 1, 6))
+        (datetime.datetime(2024, 4, 7, 0, 0), datetime.datetime(2024, 4, 14, 0, 0))
+    """
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    if kind is PartitionKind.HOURLY:
+        begin = hour if hour == start else hour + dt.timedelta(hours=1)
+        return begin, begin + dt.timedelta(hours=1)
+    midnight = hour.replace(hour=0)
+    day = midnight if midnight == start else midnight + dt.timedelta(days=1)
+    if kind is PartitionKind.DAILY:
+        return day, day + dt.timedelta(days=1)
+    if kind is PartitionKind.WEEKLY:
+        begin = day + dt.timedelta(days=(6 - day.weekday()) % 7)  # Sunday is weekday 6
+        return begin, begin + dt.timedelta(days=7)
+    begin = day if day.day == 1 else (day.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
+    return begin, (begin + dt.timedelta(days=32)).replace(day=1)
+
+
+_UNIT = {PartitionKind.HOURLY: "hour", PartitionKind.DAILY: "day", PartitionKind.WEEKLY: "week", PartitionKind.MONTHLY: "month"}
 
 
 def _datetime_option(draft: HeaderDraft, word: Word) -> Optional[dt.datetime]:

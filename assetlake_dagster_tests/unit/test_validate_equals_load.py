@@ -4,6 +4,7 @@ Each case is a tiny broken folder, written under ``tmp_path``; both entry points
 exactly the same problems (one round, nothing reported twice), and the expected ones.
 """
 
+import dagster as dg
 import pytest
 
 from assetlake_dagster.build import build_definitions
@@ -148,6 +149,21 @@ CASES = [
     ),
     pytest.param(
         {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned daily start=2024-03-31T02:30 end=2024-04-01 tz=Europe/Berlin\n\n"
+            "SELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n-- partitioned weekly start=2024-03-31 end=2024-04-01\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:2:45: no whole daily partition fits between start= and end= (the first starts 2024-04-01 00:00 "
+            "and ends 2024-04-02 00:00). Partitions start on a whole day; move end= later or start= earlier.",
+            "b.sql:2:40: no whole weekly partition fits between start= and end= (the first starts 2024-03-31 00:00 "
+            "and ends 2024-04-07 00:00). Partitions start on a whole week; move end= later or start= earlier.",
+        ],
+        # Dagster then reports a first window after the last one and fails on key ranges
+        id="no-whole-partition-before-end",
+    ),
+    pytest.param(
+        {
             "a.sql": "-- materialize delta://m/a\n-- partitioned static a,b\tc\n\nSELECT 1 AS id\n",
             "b.sql": "-- materialize delta://m/b\n-- partitioned static x\x01y,z\n\nSELECT 1 AS id\n",
         },
@@ -226,6 +242,9 @@ def test_a_python_asset_producing_the_referenced_table_passes_both(tmp_path, mon
         "weekly start=2999-12-01 end=2999-12-31T23:00 tz=Etc/GMT-14",
         "monthly start=2999-01-01 tz=America/St_Johns",
         "daily start=2024-03-31 end=2024-04-02 tz=Europe/Berlin",
+        "daily start=2024-03-31T02:30 end=2024-04-02 tz=Europe/Berlin",
+        "hourly start=2024-03-31T02:00 end=2024-03-31T04:00 tz=Europe/Berlin",
+        "weekly start=2024-03-31 end=2024-04-07 tz=America/New_York",
         "static a,b c,~!@#$%^&*(),ü,日本",
     ],
 )
@@ -240,6 +259,26 @@ def test_what_validate_accepts_dagster_builds(tmp_path, line):
     keys = definition.get_partition_keys()[:3]  # time windows: up to now (none yet for 2999)
     for key in keys:
         assert definition.has_partition_key(key)
+    if keys:
+        assert definition.get_partition_keys_in_range(dg.PartitionKeyRange(keys[0], keys[-1])) == keys
     if hasattr(definition, "get_last_partition_window"):
         definition.get_last_partition_window()
         definition.get_first_partition_window()
+
+
+def test_the_first_window_is_dagsters():
+    """The end= check aligns the first partition exactly as Dagster does (past starts, UTC)."""
+    import datetime as dt
+    import random
+
+    from assetlake_dagster.annotations.partitioned import first_window
+    from assetlake_dagster.partitions import partitions_definition
+    from assetlake_dagster.spec import PartitionKind, PartitionSpec
+
+    rng = random.Random(15)
+    for _ in range(300):
+        start = dt.datetime(1900, 1, 1) + dt.timedelta(minutes=rng.randrange(0, 125 * 365 * 24 * 60))
+        start = start.replace(minute=rng.choice([0, start.minute]), hour=rng.choice([0, start.hour]))
+        kind = rng.choice([PartitionKind.HOURLY, PartitionKind.DAILY, PartitionKind.WEEKLY, PartitionKind.MONTHLY])
+        window = partitions_definition(PartitionSpec(kind, start=start.isoformat(timespec="minutes"))).get_first_partition_window()
+        assert (window.start.replace(tzinfo=None), window.end.replace(tzinfo=None)) == first_window(kind, start), (kind, start)
