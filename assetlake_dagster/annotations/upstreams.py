@@ -40,11 +40,24 @@ def parse_on(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> N
     draft.upstreams[uri] = UpstreamSpec(uri, declared=True, window=window, location=location)
 
 
+#: The largest window per unit: 100 years of partitions.
+MAX_WINDOW = {"h": 100 * 366 * 24, "d": 100 * 366, "w": 100 * 53, "mo": 100 * 12}
+
+
 def _window(draft: HeaderDraft, word: Word) -> Optional[WindowSpec]:
     text = word.text[len("window=") :]
     match = re.fullmatch(r"([0-9]+)([a-z]+)", text)
     if match is None or match.group(2) not in WINDOW_UNITS or int(match.group(1)) < 1:
         units = ", ".join(f"{u} ({k.value})" for u, k in WINDOW_UNITS.items())
         draft.error(word, f"window '{text}' is not <count><unit>.", f"Write e.g. 'window=7d'; units: {units}.")
+        return None
+    largest = MAX_WINDOW[match.group(2)]
+    if int(match.group(1)) > largest:
+        # A window reaching past year 1 overflowed Python's datetime when Dagster mapped it.
+        draft.error(
+            word,
+            f"window={text} reaches back more than 100 years.",
+            f"Use at most window={largest}{match.group(2)}; to read all of the upstream, drop window=.",
+        )
         return None
     return WindowSpec(int(match.group(1)), WINDOW_UNITS[match.group(2)])

@@ -113,6 +113,19 @@ CASES = [
     ),
     pytest.param(
         {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned daily start=2024-01-01\n"
+            "-- on delta://m/b window=1000000d\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n-- partitioned daily start=2024-01-01\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:3:19: window=1000000d reaches back more than 100 years. "
+            "Use at most window=36600d; to read all of the upstream, drop window=.",
+        ],
+        # Dagster's partition mapping overflowed datetime when a run or backfill mapped it
+        id="window-reaching-past-year-1",
+    ),
+    pytest.param(
+        {
             "a.sql": "-- materialize delta://m/a\n-- schedule 0 25 * * *\n-- automation on_cron\n\nSELECT 1 AS id\n",
             "b.sql": "-- materialize delta://m/b\n-- automation eager\n-- automation eagr\n\nSELECT id FROM m.a\n",
         },
@@ -282,3 +295,24 @@ def test_the_first_window_is_dagsters():
         kind = rng.choice([PartitionKind.HOURLY, PartitionKind.DAILY, PartitionKind.WEEKLY, PartitionKind.MONTHLY])
         window = partitions_definition(PartitionSpec(kind, start=start.isoformat(timespec="minutes"))).get_first_partition_window()
         assert (window.start.replace(tzinfo=None), window.end.replace(tzinfo=None)) == first_window(kind, start), (kind, start)
+
+
+@pytest.mark.parametrize("kind, window", [("hourly", "878400h"), ("daily", "36600d"), ("weekly", "5300w"), ("monthly", "1200mo")])
+def test_the_largest_window_maps_from_the_earliest_partition(tmp_path, kind, window):
+    from assetlake_dagster.dagster_internals import resolve_assets_def
+
+    _write(
+        tmp_path / "case",
+        {
+            "a.sql": f"-- materialize delta://m/a\n-- partitioned {kind} start=1900-01-01 end=1900-03-01\n"
+            f"-- on delta://m/b window={window}\n\nSELECT 1 AS id\n",
+            "b.sql": f"-- materialize delta://m/b\n-- partitioned {kind} start=1900-01-01 end=1900-03-01\n\nSELECT 1 AS id\n",
+        },
+    )
+    defs = build_definitions(str(tmp_path / "case"), lake_root=str(tmp_path / "lake"), load_python_files=False)
+    a, b = (resolve_assets_def(defs, dg.AssetKey(["m", name])) for name in ("a", "b"))
+    first = a.partitions_def.get_first_partition_key()
+    mapped = a.get_partition_mapping(dg.AssetKey(["m", "b"])).get_upstream_mapped_partitions_result_for_partitions(
+        a.partitions_def.subset_with_partition_keys([first]), a.partitions_def, b.partitions_def
+    )
+    assert mapped.partitions_subset.get_partition_keys() == [first]
