@@ -239,7 +239,14 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         )
         context.add_output_metadata(
             materialization_metadata(
-                session, uri, target.path, strategy.value, result, partitions, partition_counts=partition_counts
+                session,
+                uri,
+                target.path,
+                strategy.value,
+                result,
+                partitions,
+                partition_counts=partition_counts,
+                key=target.key,
             )
         )
         if partition_counts:

@@ -8,7 +8,8 @@ Building it costs no full-table Spark action after the write:
   data file is read), or from the batch's one grouped per-partition count, or, for one
   partition, a count that reads only that partition's files (Parquet footers, no column);
 - the schema is the Delta table's, as of the version, from the log (no Spark job);
-- the preview is one bounded read (``LIMIT 10``) of the slice.
+- the preview is the first rows of the slice in a stable order (the key, else the first
+  columns): a top-10 of the slice (one scan of the slice's files, never of other partitions).
 """
 
 import json
@@ -17,7 +18,7 @@ from typing import Any, Optional
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import AtomicType, StructType
 
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.spec import PARTITION_COLUMN
@@ -26,6 +27,10 @@ from assetlake_dagster.writes import WriteResult
 from assetlake_dagster.writes.slices import partition_predicate
 
 PREVIEW_ROWS = 10
+#: A preview cell longer than this is cut (with an ellipsis); every column is shown.
+PREVIEW_CELL_CHARS = 40
+#: Without a key, the preview is ordered by this many leading (orderable) columns.
+PREVIEW_ORDER_COLUMNS = 3
 #: The operation of a DataFrame-writer commit, and its metric of rows written.
 WRITE_OPERATION = "WRITE"
 OUTPUT_ROWS_METRIC = "numOutputRows"
@@ -45,18 +50,44 @@ def column_schema(schema: StructType) -> dg.TableSchema:
     )
 
 
-def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS) -> str:
-    """The first rows as a Markdown table (cells escaped, long values cut)."""
-    rows = df.limit(limit).collect()
+def preview_order(df: DataFrame, key: Sequence[str] = ()) -> list[str]:
+    """The columns a preview is ordered by: ``_partition`` (a batch reads day by day), then
+    the key, or else the first few columns Spark can order (not maps, arrays or structs).
 
-    def cell(value: Any) -> str:
-        text = "NULL" if value is None else str(value)
-        text = text.replace("|", "\\|").replace("\n", " ")
-        return text if len(text) <= 60 else text[:57] + "..."
+    Example:
+        >>> preview_order(spark.createDataFrame([], "id INT, tags MAP<STRING,INT>, name STRING"))  # doctest: +SKIP
+        ['id', 'name']
+    """
+    fields = {f.name: f for f in df.schema.fields}
+    order = [PARTITION_COLUMN] if PARTITION_COLUMN in fields else []
+    if key:
+        return order + [c for c in key if c in fields]
+    orderable = [n for n, f in fields.items() if n != PARTITION_COLUMN and isinstance(f.dataType, AtomicType)]
+    return order + orderable[:PREVIEW_ORDER_COLUMNS]
 
+
+def preview_cell(value: Any, width: int = PREVIEW_CELL_CHARS) -> str:
+    """One Markdown table cell: ``NULL``, pipes escaped, one line, at most ``width`` chars.
+
+    Example:
+        >>> preview_cell(None), preview_cell("x" * 50, width=10)
+        ('NULL', 'xxxxxxxxx…')
+    """
+    text = "NULL" if value is None else str(value)
+    text = " ".join(text.splitlines())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return text.replace("|", "\\|")
+
+
+def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS, key: Sequence[str] = ()) -> str:
+    """The first ``limit`` rows of ``df`` in a stable order (:func:`preview_order`), as a
+    Markdown table of every column, each cell cut to :data:`PREVIEW_CELL_CHARS`."""
+    order = preview_order(df, key)
+    rows = (df.orderBy(*order) if order else df).limit(limit).collect()
     header = "| " + " | ".join(df.columns) + " |"
     rule = "| " + " | ".join("---" for _ in df.columns) + " |"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    body = ["| " + " | ".join(preview_cell(v) for v in row) + " |" for row in rows]
     return "\n".join([header, rule, *body])
 
 
@@ -133,11 +164,13 @@ def materialization_metadata(
     result: WriteResult,
     partitions: Sequence[str] = (),
     partition_counts: Optional[Mapping[str, int]] = None,
+    key: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
     For a partitioned table, the row count and preview are those of the slice written
-    (``partitions``). ``partition_counts``: a batch's rows per partition as of the version,
+    (``partitions``); the preview is ordered by ``key`` (merge, history), else by the
+    first columns. ``partition_counts``: a batch's rows per partition as of the version,
     when already counted (:func:`partition_row_counts`), so that the slice is not counted
     again. See the module docstring for what each value costs.
     """
@@ -156,7 +189,7 @@ def materialization_metadata(
         "delta/operation": result.operation or "none (nothing changed)",
         "delta/operation_metrics": dg.MetadataValue.json(dict(result.operation_metrics)),
         "assetlake/rows_written": dg.MetadataValue.int(result.rows_written),
-        "assetlake/preview": dg.MetadataValue.md(markdown_preview(table)),
+        "assetlake/preview": dg.MetadataValue.md(markdown_preview(table, key=key)),
     }
     return {k: v for k, v in metadata.items() if v is not None}
 

@@ -239,3 +239,30 @@ def test_a_whole_table_count_reads_no_data_file(spark, lake_root, capsys):
     plan = capsys.readouterr().out
     # Delta answers COUNT(*) of a version from the numRecords statistics in its log.
     assert "LocalTableScan" in plan and "FileScan" not in plan
+
+
+def test_the_preview_shows_the_batch_just_written_in_order_with_every_column(spark, lake_root):
+    wide = ", ".join(f"c{i} STRING" for i in range(12))
+    schema = f"id INT, {wide}, {PARTITION_COLUMN} STRING"
+    long_text = "x" * 41 + "|tail"
+
+    def rows(ids, partition):
+        return [(i, *(long_text if c == 0 else f"v{c}" for c in range(12)), partition) for i in ids]
+
+    write(spark, lake_root, "replace", rows([1, 2], P1), "p1", partitions=[P1], schema=schema)
+    # A batch of two partitions, rows in no particular order.
+    batch = write(spark, lake_root, "replace", rows([9, 3], P3) + rows([7, 5], P2), "b1", partitions=[P2, P3], schema=schema)
+    md, _ = metadata(spark, lake_root, "replace", batch, [P2, P3])
+    preview = md["assetlake/preview"].value.splitlines()
+    assert preview[0] == "| id | " + " | ".join(f"c{i}" for i in range(12)) + f" | {PARTITION_COLUMN} |"
+    cells = [[c.strip() for c in line.strip("|").split(" | ")] for line in preview[2:]]
+    # Only the run's partitions, by partition then id; every column; long cells cut to 40 chars.
+    assert [(r[0], r[-1]) for r in cells] == [("5", P2), ("7", P2), ("3", P3), ("9", P3)]
+    assert all(len(r) == 14 for r in cells)
+    assert cells[0][1] == "x" * 39 + "…"
+
+
+def test_the_preview_is_ordered_by_the_key(spark):
+    df = spark.createDataFrame([(2, "b"), (1, "c"), (3, "a")], "id INT, name STRING")
+    assert [line.split(" | ")[0] for line in markdown_preview(df, key=["name"]).splitlines()[2:]] == ["| 3", "| 2", "| 1"]
+    assert [line.split(" | ")[0] for line in markdown_preview(df).splitlines()[2:]] == ["| 1", "| 2", "| 3"]
