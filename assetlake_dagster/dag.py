@@ -50,6 +50,7 @@ def check_project(
     canonical = _canonical_spellings(specs, producers, python)
     specs = [_canonical_upstreams(spec, canonical) for spec in specs]
     diagnostics.extend(_windows(specs, sources, {k: g[0] for k, g in producers.items()}))
+    diagnostics.extend(_time_zones(specs, sources, {k: g[0] for k, g in producers.items()}))
     diagnostics.extend(_cycles(specs, sources))
     produced = set(producers) | {table_key(table.uri) for table in python}
     read = {table_key(u.uri) for spec in specs for u in spec.upstreams}
@@ -169,6 +170,37 @@ def _windows(
                 location = upstream.location
                 diagnostics.append(
                     sources[spec.path].diagnostic(location.line, location.col, *problem, span=len(str(upstream.uri)))
+                )
+    return diagnostics
+
+
+def _time_zones(
+    specs: list[SqlAssetSpec], sources: dict[str, SourceText], producers: dict[TableKey, SqlAssetSpec]
+) -> list[Diagnostic]:
+    """Time windows read time windows of the same zone: Dagster maps them only within one
+    (``Timezones UTC and Pacific/Kiritimati don't match`` when a run or backfill maps them)."""
+    diagnostics = []
+    for spec in specs:
+        if spec.partitions is None or not spec.partitions.kind.is_time_window:
+            continue
+        ours = spec.partitions.timezone or "UTC"
+        for upstream in spec.upstreams:
+            producer = producers.get(table_key(upstream.uri))
+            if producer is None or producer.partitions is None or not producer.partitions.kind.is_time_window:
+                continue
+            theirs = producer.partitions.timezone or "UTC"
+            if theirs != ours:
+                location = upstream.location
+                diagnostics.append(
+                    sources[spec.path].diagnostic(
+                        location.line,
+                        location.col,
+                        f"this file's partitions are in {ours}, those of {upstream.uri} in {theirs} "
+                        f"({_where(producer.materialize.location)}).",
+                        "Dagster maps time windows only within one time zone; give both '-- partitioned' "
+                        "lines the same tz= (none means UTC).",
+                        span=len(str(upstream.uri)),
+                    )
                 )
     return diagnostics
 

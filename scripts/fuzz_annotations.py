@@ -1,6 +1,7 @@
 """Fuzz the loader: generated and mutated annotated SQL files never crash or hang it.
 
-Each input is one ``*.sql`` file in its own temporary folder, loaded the way
+Each input is one ``f.sql`` file in its own temporary folder (beside ``up.sql``, a
+partitioned table it may read), loaded the way
 ``assetlake validate`` loads it (``load_project``), under a wall-clock timeout. Every
 outcome is classified:
 
@@ -70,7 +71,11 @@ BODIES = [
     "",
 ]
 HOSTILE = ["(" * 80, "JOIN s.u " * 30, "'", "/*", "--", "`", "\x00", "\r", "\u2028", "${x}", ";" * 5]
-LOCATED_AT = r"^{path}:\d+:\d+: "
+LOCATED_AT = r"^{folder}/(f|up)\.sql:\d+:\d+: "
+#: Each folder also holds up.sql, a partitioned table that the generated files read
+#: (``FROM s.t``, ``-- on delta://s/t window=…``, relationships), its kind cycling with the index.
+UPSTREAM = "-- materialize delta://s/t\n-- partitioned {kind} start=2024-01-01\n\nSELECT 1 AS x, 2 AS id, 3 AS c\n"
+UPSTREAM_KINDS = ("daily", "hourly", "weekly", "monthly")
 
 
 def seed_files() -> list[str]:
@@ -233,22 +238,37 @@ def _build(folder: str) -> None:
         defs = build_definitions(folder, lake_root=os.path.join(os.path.dirname(folder), "lake"), load_python_files=False)
         graph = defs.resolve_asset_graph()
         for key in graph.get_all_asset_keys():
-            partitions = graph.get(key).partitions_def
+            node = graph.get(key)
+            partitions = node.partitions_def
             if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
                 partitions.get_first_partition_window()
                 partitions.get_last_partition_window()
             elif isinstance(partitions, dg.StaticPartitionsDefinition):
                 partitions.get_partition_keys()
+            if not isinstance(partitions, (dg.TimeWindowPartitionsDefinition, dg.StaticPartitionsDefinition)):
+                continue
+            # Map the first and last partitions to each partitioned upstream, as a run would.
+            edges = {partitions.get_first_partition_key(), partitions.get_last_partition_key()} - {None}
+            for edge in sorted(edges):
+                for parent in node.parent_keys:
+                    upstream = graph.get(parent).partitions_def
+                    if upstream is None or isinstance(upstream, dg.DynamicPartitionsDefinition):
+                        continue
+                    graph.get_partition_mapping(key, parent).get_upstream_mapped_partitions_result_for_partitions(
+                        partitions.subset_with_partition_keys([edge]), partitions, upstream
+                    )
 
 
-def classify(folder: str, text: str, timeout_s: float, build: bool = True) -> tuple[str, str]:
-    """Write ``text`` as ``<folder>/f.sql``, load it; (outcome, detail)."""
+def classify(folder: str, text: str, timeout_s: float, build: bool = True, upstream: str = "daily") -> tuple[str, str]:
+    """Write ``text`` as ``<folder>/f.sql`` beside an ``up.sql`` partitioned ``upstream``, load it; (outcome, detail)."""
     from assetlake_dagster.errors import ProjectError
     from assetlake_dagster.project import load_project
 
     path = os.path.join(folder, "f.sql")
     with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
         f.write(text)
+    with open(os.path.join(folder, "up.sql"), "w", encoding="utf-8") as f:
+        f.write(UPSTREAM.format(kind=upstream))
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
@@ -260,7 +280,7 @@ def classify(folder: str, text: str, timeout_s: float, build: bool = True) -> tu
     except Hang:
         return "hang", f"load took more than {timeout_s} s"
     except ProjectError as err:
-        located = re.compile(LOCATED_AT.format(path=re.escape(path)))
+        located = re.compile(LOCATED_AT.format(folder=re.escape(folder)))
         bad = [d.render().splitlines()[0] for d in err.diagnostics if not located.match(d.render())]
         outcome, detail = ("located", "") if err.diagnostics and not bad else ("traceback", "unlocated: " + repr(bad))
     except Exception:  # noqa: BLE001 - every other exception is a finding
@@ -282,10 +302,11 @@ def run(
         for index, text in enumerate(inputs(seed, files)):
             shutil.rmtree(folder, ignore_errors=True)
             os.mkdir(folder)
-            outcome, detail = classify(folder, text, timeout_s, build)
+            upstream = UPSTREAM_KINDS[index % len(UPSTREAM_KINDS)]
+            outcome, detail = classify(folder, text, timeout_s, build, upstream)
             counts[outcome] += 1
             if outcome in ("traceback", "hang"):
-                findings.append((index, outcome, text, detail))
+                findings.append((index, outcome, text, f"beside up.sql:\n{UPSTREAM.format(kind=upstream)}\n{detail}"))
     seconds = time.monotonic() - started
     counts["seconds"] = seconds
     counts["findings"] = findings

@@ -126,6 +126,22 @@ CASES = [
     ),
     pytest.param(
         {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned weekly start=2024-01-01 tz=Pacific/Kiritimati\n\n"
+            "SELECT id FROM m.b\n",
+            "b.sql": "-- materialize delta://m/b\n-- partitioned hourly start=2024-01-01\n\nSELECT 1 AS id\n",
+            "c.sql": "-- materialize delta://m/c\n-- partitioned daily start=2024-01-01 tz=UTC\n\nSELECT id FROM m.b\n",
+        },
+        [
+            "a.sql:4:16: this file's partitions are in Pacific/Kiritimati, those of delta://m/b in UTC (b.sql:1). "
+            "Dagster maps time windows only within one time zone; give both '-- partitioned' lines the same tz= "
+            "(none means UTC).",
+        ],
+        # found by scripts/fuzz_annotations.py: the run's partition mapping raised
+        # "Timezones UTC and Pacific/Kiritimati don't match"
+        id="time-windows-in-two-zones",
+    ),
+    pytest.param(
+        {
             "a.sql": "-- materialize delta://m/a\n-- schedule 0 25 * * *\n-- automation on_cron\n\nSELECT 1 AS id\n",
             "b.sql": "-- materialize delta://m/b\n-- automation eager\n-- automation eagr\n\nSELECT id FROM m.a\n",
         },
