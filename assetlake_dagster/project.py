@@ -220,7 +220,10 @@ def discover_sql_files(root: str) -> list[str]:
 
 def _outside(path: str, root: str) -> bool:
     """Whether ``path`` resolves (symlinks followed) outside the project folder ``root``."""
-    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    try:
+        real, real_root = os.path.realpath(path), os.path.realpath(root)
+    except ValueError:  # a NUL in a data_test path: no such file, reported as missing
+        return False
     return os.path.commonpath([real, real_root]) != real_root
 
 

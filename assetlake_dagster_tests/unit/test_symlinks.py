@@ -63,3 +63,16 @@ def test_links_that_stay_inside_the_project_load(tmp_path, monkeypatch):
     os.remove(tmp_path / "p" / "tests" / "same.sql")
     project = load_project(".")
     assert [str(spec.uri) for spec in project.assets] == ["delta://m/a"]
+
+
+def test_a_data_test_path_with_a_nul_is_a_missing_file(tmp_path, monkeypatch):
+    """Found by scripts/fuzz_annotations.py: realpath raised 'embedded null byte'."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.sql").write_text(ASSET.format(extra="-- data_test tests/no\x00_negative.sql\n"))
+    monkeypatch.chdir(tmp_path / "p")
+    with pytest.raises(ProjectError) as err:
+        load_project(".")
+    assert _first_lines(err.value) == [
+        "a.sql:2:14: test file 'tests/no\x00_negative.sql' does not exist. "
+        "Create tests/no\x00_negative.sql with a SELECT returning the failing rows."
+    ]
