@@ -20,7 +20,10 @@ checked in ``assetlake_dagster_tests/dagster/test_automation.py``):
   tick" (on_cron), with ``.allow(AssetSelection.all().materializable())``: Dagster counts an
   external asset as missing until something *materializes* it, and an observation (the
   watch sensor's) is no update, so an asset reading an external table would never run.
-  A change of an external table reaches its readers through the watch sensor instead.
+  A change of an external table reaches its readers through the watch sensor instead, so
+  eager's "any upstream updated" leaves external tables out too: they are observable (their
+  Delta version is their data version), and Dagster would turn a new version of an
+  unpartitioned table into a request for every partition of a partitioned reader.
 * Every condition is AND-ed with ``AutomationCondition.all_deps_blocking_checks_passed()``:
   none of Dagster's three includes it (``eager()`` waits for upstreams that are missing or
   in progress, not for failed checks), and a failed blocking data test of an upstream must
@@ -68,6 +71,11 @@ def automation_condition(spec: AutomationSpec) -> dg.AutomationCondition:
     A = dg.AutomationCondition
     if spec.kind is AutomationKind.EAGER:
         condition = condition_without(A.eager(), A.in_latest_time_window())
+        # An external table's new data version (an observation) is not an update here: the
+        # watch sensor requests exactly the partitions it changed (Dagster would map an
+        # unpartitioned upstream's update to every partition of the reader).
+        updated = A.any_deps_updated()
+        condition = condition.replace(updated.get_label(), updated.allow(MATERIALIZABLE))
         label = "eager"
     elif spec.kind is AutomationKind.ON_CRON:
         tz = spec.timezone or DEFAULT_CRON_TIMEZONE

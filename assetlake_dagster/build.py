@@ -8,11 +8,11 @@ import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
 from assetlake_dagster.automation import generated_definitions
-from assetlake_dagster.io_manager import TABLE_METADATA_KEY, DeltaIOManager
+from assetlake_dagster.external import external_table_asset
+from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spec import TableUri
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import build_watch_sensor
 
@@ -75,8 +75,8 @@ def build_definitions(
     for spec in project.assets:
         for up in spec.upstreams:
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-    external = [_external_asset_spec(translator, uri, readers.get(uri)) for uri in project.external]
     resource = spark or SparkDeltaResource(lake_root=lake_root)
+    external = [external_table_asset(translator, uri, readers.get(uri), resource.lake) for uri in project.external]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.
     watch = build_watch_sensor(project, keys_by_table, resource.lake)
@@ -91,11 +91,4 @@ def build_definitions(
         resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
         executor=dg.in_process_executor,
     )
-
-
-def _external_asset_spec(translator: AssetlakeTranslator, uri: TableUri, readers: Optional[list[str]]) -> dg.AssetSpec:
-    """The translator's spec of an external table, with its table named after the translator
-    ran (so the IO manager finds the table whatever key the translator chose)."""
-    spec = translator.get_external_asset_spec(uri, readers)
-    return spec.replace_attributes(metadata={**spec.metadata, TABLE_METADATA_KEY: str(uri)})
 

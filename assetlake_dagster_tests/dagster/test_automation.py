@@ -18,6 +18,7 @@ import pytest
 
 from assetlake_dagster.automation import AUTOMATION_SENSOR_NAME, automation_condition
 from assetlake_dagster.build import build_definitions
+from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
 from assetlake_dagster.spec import AutomationKind, AutomationSpec
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import WATCH_SENSOR_NAME
@@ -205,7 +206,7 @@ def test_every_condition_waits_for_the_upstreams_blocking_checks():
     assert dg.AutomationCondition.in_latest_time_window() not in eager.children
     # the replacements of Dagster's sub-conditions, found by label, happened
     for spec, replaced in (
-        (AutomationSpec(AutomationKind.EAGER), 1),
+        (AutomationSpec(AutomationKind.EAGER), 2),  # missing, updated
         (AutomationSpec(AutomationKind.ON_MISSING), 1),
         (AutomationSpec(AutomationKind.ON_CRON, cron="0 2 * * *", timezone="Asia/Tokyo"), 1),
     ):
@@ -269,6 +270,21 @@ def test_eager_runs_older_partitions_once_upstream_lands_but_not_past_a_failed_b
     assert ours.get_requested_partitions(CUSTOMERS) == {"2026-01-01"}
     assert plain.get_num_requested(CUSTOMERS) == 0
 
+
+
+def test_a_new_version_of_an_external_upstream_is_left_to_the_watch_sensor(real_orders, defs):
+    """External tables are observable (their Delta version is their data version); eager
+    must not turn an observation into a request for every partition of a reader: the watch
+    sensor requests the partitions the commit changed."""
+    instance, _, cursors, _, _ = real_orders
+    settled = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursors["ours"])
+    settled = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=settled.cursor)
+    assert settled.get_num_requested(CUSTOMERS) == 0
+    instance.report_runless_asset_event(
+        dg.AssetObservation(asset_key=key("raw/customers"), tags={DATA_VERSION_TAG: "7"})
+    )
+    after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=settled.cursor)
+    assert after.get_num_requested(CUSTOMERS) == 0
 
 def test_on_missing_requests_partitions_that_appear(defs):
     snapshot, tenants = key("geo/daily_snapshot"), key("geo/tenants")

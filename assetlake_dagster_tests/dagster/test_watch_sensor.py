@@ -194,6 +194,20 @@ def test_first_tick_records_the_baseline_and_requests_nothing(watch):
     assert any("version 1 is the baseline" in m for m in first.logs.at(logging.INFO))
 
 
+def test_the_external_table_is_observable_and_observe_records_its_delta_version(watch):
+    """Observable, so Dagster uses the observations as the table's data version (the asset
+    page shows it; a reader that read it is not stale). An external asset that is not
+    observable showed "INITIAL" however many versions the sensor recorded."""
+    assert watch.defs.resolve_asset_graph().get(LANDING).is_observable
+    write(watch.table(), "2024-01-02")
+    # "Observe" in the UI (a run selecting the asset): it reads the log, no Spark either.
+    job = watch.defs.resolve_implicit_job_def_def_for_assets([LANDING])
+    result = job.execute_in_process(instance=watch.instance, asset_selection=[LANDING])
+    assert result.success
+    assert latest_data_version(watch.instance, LANDING) == "1"
+    (observation,) = [e.asset_observation_data.asset_observation for e in result.get_asset_observation_events()]
+    assert observation.metadata["delta_version"].value == 1
+
 def test_a_new_commit_requests_exactly_the_partitions_it_changed(watch):
     baseline = watch.tick()
     write(watch.table(), "2024-01-05")
