@@ -1,9 +1,8 @@
 """Fuzz the loader: generated and mutated annotated SQL files never crash or hang it.
 
-Each input is one ``f.sql`` file in its own temporary folder (beside ``up.sql``, a
-partitioned table it may read), loaded the way
-``assetlake validate`` loads it (``load_project``), under a wall-clock timeout. Every
-outcome is classified:
+Each input is one ``f.sql`` file in its own temporary folder, beside ``up.sql`` (a
+partitioned table it may read), loaded the way ``assetlake validate`` loads it
+(``load_project``) under a wall-clock timeout. Every outcome is classified:
 
 - loaded: the folder loads cleanly;
 - located: a ``ProjectError`` whose every message starts ``<path>:<line>:<col>: ``;
@@ -11,11 +10,15 @@ outcome is classified:
 - hang: the load took longer than ``--timeout-s``.
 
 A clean load is also built into Dagster definitions (``build_definitions``, the code
-location's path) with each partitions definition's first and last window, so what
-validate accepts must not crash later (``--no-build`` skips it). Inputs come from two sources, mixed: grammar-aware headers (annotation keywords,
-options and values, plus hostile text: non-ASCII digits, control characters, quotes,
-braces) over a few SQL bodies, and byte/character-level mutations of the demo's and
-the tests' valid files. Usage::
+location's path), with each partitions definition's first and last window and the
+mapping of its first and last partitions to the upstream's, so that what validate
+accepts does not crash later (``--no-build`` skips this).
+
+Inputs, mixed: grammar-aware headers (well-formed annotation lines with edge-case
+values, or keywords, options and hostile text: non-ASCII digits, control characters,
+quotes, braces) over a few SQL bodies; character-level mutations of the demo's and the
+tests' files; and, for 15% of them, byte-level edits (bit flips, invalid UTF-8, a BOM,
+CR/NEL/LS line ends). Usage::
 
     python scripts/fuzz_annotations.py --files 3000 --seed 1 --timeout-s 10
 
@@ -209,13 +212,33 @@ def _edit(rng: random.Random, text: str) -> str:
     return text
 
 
-def inputs(seed: int, count: int) -> Iterator[str]:
-    """``count`` file texts, reproducible from ``seed``."""
+def byte_mutated(rng: random.Random, data: bytes) -> bytes:
+    """Byte-level edits: flipped bits, stray bytes (often invalid UTF-8), a BOM, CRLF line ends."""
+    raw = bytearray(data)
+    op = rng.random()
+    if op < 0.2:
+        return b"\xef\xbb\xbf" + bytes(raw)
+    if op < 0.35:
+        return bytes(raw).replace(b"\n", rng.choice([b"\r\n", b"\r", b"\x85", b"\xe2\x80\xa8"]))
+    for _ in range(rng.randrange(1, 4)):
+        pos = rng.randrange(0, len(raw) + 1)
+        if rng.random() < 0.5 and raw:
+            pos = min(pos, len(raw) - 1)
+            raw[pos] ^= 1 << rng.randrange(8)
+        else:
+            raw[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4)))
+    return bytes(raw)
+
+
+def inputs(seed: int, count: int) -> Iterator[bytes]:
+    """``count`` file contents, reproducible from ``seed``: 85% text-level, 15% byte-level edits."""
     rng = random.Random(seed)
     seeds = seed_files()
     good = loading_seeds(seeds) if seeds else []
     for _ in range(count):
-        yield mutated(rng, seeds, good) if seeds and rng.random() < 0.5 else generated(rng)
+        text = mutated(rng, seeds, good) if seeds and rng.random() < 0.5 else generated(rng)
+        data = text.encode("utf-8", "surrogatepass")
+        yield byte_mutated(rng, data) if rng.random() < 0.15 else data
 
 
 class Hang(Exception):
@@ -259,13 +282,13 @@ def _build(folder: str) -> None:
                     )
 
 
-def classify(folder: str, text: str, timeout_s: float, build: bool = True, upstream: str = "daily") -> tuple[str, str]:
+def classify(folder: str, text: bytes, timeout_s: float, build: bool = True, upstream: str = "daily") -> tuple[str, str]:
     """Write ``text`` as ``<folder>/f.sql`` beside an ``up.sql`` partitioned ``upstream``, load it; (outcome, detail)."""
     from assetlake_dagster.errors import ProjectError
     from assetlake_dagster.project import load_project
 
     path = os.path.join(folder, "f.sql")
-    with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+    with open(path, "wb") as f:
         f.write(text)
     with open(os.path.join(folder, "up.sql"), "w", encoding="utf-8") as f:
         f.write(UPSTREAM.format(kind=upstream))
@@ -295,7 +318,7 @@ def run(
     files: int, seed: int, timeout_s: float, out_dir: str | None = None, quiet: bool = False, build: bool = True
 ) -> dict:
     counts = {"loaded": 0, "located": 0, "traceback": 0, "hang": 0}
-    findings: list[tuple[int, str, str, str]] = []
+    findings: list[tuple[int, str, bytes, str]] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="assetlake-fuzz-") as work:
         folder = os.path.join(work, "project")
@@ -314,7 +337,7 @@ def run(
         out = out_dir or tempfile.mkdtemp(prefix=f"assetlake-fuzz-findings-{seed}-")
         os.makedirs(out, exist_ok=True)
         for index, outcome, text, detail in findings:
-            with open(os.path.join(out, f"{index:06d}-{outcome}.sql"), "w", encoding="utf-8", errors="surrogatepass") as f:
+            with open(os.path.join(out, f"{index:06d}-{outcome}.sql"), "wb") as f:
                 f.write(text)
             with open(os.path.join(out, f"{index:06d}-{outcome}.txt"), "w", encoding="utf-8") as f:
                 f.write(detail)
