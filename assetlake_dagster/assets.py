@@ -191,17 +191,13 @@ def _run_sql_asset(
         output_name=output_name,
         metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
     )
-    if slices:
-        # Partitioned checks report after the write: Dagster shows a partition's check
-        # status only while the evaluation targets that partition's latest
-        # materialization, which the write below creates (the tests ran before it).
-        yield output
-        yield from check_events(context, asset_spec.key, outcomes)
-    else:
-        # Unpartitioned: as before the write (Dagster counts an evaluation from the run
-        # that materialized the asset as current).
-        yield from check_events(context, asset_spec.key, outcomes)
-        yield output
+    # The tests ran on the staged rows, before the commit; their results are reported
+    # after it, so that each evaluation targets the materialization this write creates
+    # (Dagster links a result to the asset's latest materialization when it is yielded;
+    # before the write that was the previous one, or none: "Target materialization –").
+    # A partition's check status also shows only while it targets its latest one.
+    yield output
+    yield from check_events(context, asset_spec.key, outcomes)
 
 
 def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:

@@ -148,6 +148,12 @@ def test_passing_tests_record_what_was_tested_and_warn_does_not_block(project, s
     history = instance.event_log_storage.get_asset_check_execution_history(STATUS_CHECK, limit=10)
     assert [(r.run_id, r.partition, r.status) for r in history] == [(result.run_id, None, SUCCEEDED)]
     assert versions(spark, f"{lake_root}/mart/orders") == [0]
+    # Evaluated on the staged rows, reported after the commit: each targets this run's
+    # materialization (none existed before it; the UI showed "Target materialization –").
+    (mat,) = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=ORDERS), limit=5).records
+    assert mat.run_id == result.run_id
+    targets = {e.target_materialization_data.storage_id for e in evaluations(result).values() if e.asset_key == ORDERS}
+    assert targets == {mat.storage_id}
 
 
 #: One bad row per blocking test: the row, the test it trips, and what the message must say.
