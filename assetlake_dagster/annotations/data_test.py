@@ -5,6 +5,7 @@ custom ``<path/to/test.sql>``; ``warn`` at the end makes a failure a warning. Wh
 ``relationships`` table exists is a cross-file check (:mod:`assetlake_dagster.dag`).
 """
 
+import unicodedata
 from typing import Optional
 
 from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, comma_items, parse_uri
@@ -37,6 +38,14 @@ def parse_data_test(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: st
     if head.text.endswith(".sql"):
         if args:
             draft.error(args[0], f"unexpected '{args[0].text}' after the test file.", "Write '-- data_test <path.sql> [warn]'.")
+            return
+        bad = next((ch for ch in head.text if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+        if bad is not None:
+            draft.error(
+                head,
+                f"the test file name {head.text!r} contains the control character {bad!r}.",
+                "Name the file with printable characters, e.g. 'tests/no_negative_amounts.sql'.",
+            )
             return
         test = DataTestSpec(DataTestKind.CUSTOM, path=head.text, blocking=blocking, location=location)
     elif head.text not in DATA_TEST_KINDS:

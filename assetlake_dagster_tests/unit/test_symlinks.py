@@ -65,7 +65,7 @@ def test_links_that_stay_inside_the_project_load(tmp_path, monkeypatch):
     assert [str(spec.uri) for spec in project.assets] == ["delta://m/a"]
 
 
-def test_a_data_test_path_with_a_nul_is_a_missing_file(tmp_path, monkeypatch):
+def test_a_data_test_path_with_a_nul_is_a_located_error(tmp_path, monkeypatch):
     """Found by scripts/fuzz_annotations.py: realpath raised 'embedded null byte'."""
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "a.sql").write_text(ASSET.format(extra="-- data_test tests/no\x00_negative.sql\n"))
@@ -73,6 +73,10 @@ def test_a_data_test_path_with_a_nul_is_a_missing_file(tmp_path, monkeypatch):
     with pytest.raises(ProjectError) as err:
         load_project(".")
     assert _first_lines(err.value) == [
-        "a.sql:2:14: test file 'tests/no\x00_negative.sql' does not exist. "
-        "Create tests/no\x00_negative.sql with a SELECT returning the failing rows."
+        "a.sql:2:14: the test file name 'tests/no\\x00_negative.sql' contains the control character '\\x00'. "
+        "Name the file with printable characters, e.g. 'tests/no_negative_amounts.sql'."
     ]
+    # and the path check itself does not raise on it (a missing file)
+    from assetlake_dagster.project import _outside
+
+    assert _outside("tests/no\x00_negative.sql", ".") is False
