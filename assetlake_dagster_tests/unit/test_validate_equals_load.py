@@ -332,3 +332,19 @@ def test_the_largest_window_maps_from_the_earliest_partition(tmp_path, kind, win
         a.partitions_def.subset_with_partition_keys([first]), a.partitions_def, b.partitions_def
     )
     assert mapped.partitions_subset.get_partition_keys() == [first]
+
+
+def test_a_symlink_out_of_the_project_is_the_same_error_in_both(tmp_path, monkeypatch, capsys):
+    import os
+
+    (tmp_path / "outside.sql").write_text("-- materialize delta://m/b\n\nSELECT 1 AS id\n")
+    _write(tmp_path / "case", {"a.sql": "-- materialize delta://m/a\n\nSELECT 1 AS id\n"})
+    os.symlink(tmp_path / "outside.sql", tmp_path / "case" / "b.sql")
+    monkeypatch.chdir(tmp_path / "case")
+
+    assert main(["validate", "."]) == 1
+    _, validate_err = capsys.readouterr()
+    with pytest.raises(ProjectError) as loaded:
+        build_definitions(".", lake_root=str(tmp_path / "lake"))
+    assert validate_err == f"{loaded.value}\n"
+    assert validate_err.startswith(f"b.sql:1:1: the file is a symlink to {os.path.realpath(tmp_path / 'outside.sql')}, outside")
