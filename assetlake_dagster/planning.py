@@ -3,6 +3,7 @@
 import textwrap
 from typing import Optional
 
+from assetlake_dagster.dagster_internals import time_window_of
 from assetlake_dagster.errors import ConfigError, display_path
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.partitions import partitions_definition
@@ -96,7 +97,7 @@ def _partition_window(spec: SqlAssetSpec, partition: str) -> Optional[str]:
     if spec.partitions.kind in (PartitionKind.STATIC, PartitionKind.DYNAMIC):
         return None
     try:
-        window = partitions_definition(spec.partitions).time_window_for_partition_key(partition)
+        window = time_window_of(partitions_definition(spec.partitions), partition)
     except Exception:  # not a key of this definition: the plan still shows the rest
         return None
     return f"partition_start = {window.start}, partition_end = {window.end} (exclusive)"
