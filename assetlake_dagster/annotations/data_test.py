@@ -8,7 +8,7 @@ custom ``<path/to/test.sql>``; ``warn`` at the end makes a failure a warning. Wh
 import unicodedata
 from typing import Optional
 
-from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, comma_items, parse_uri
+from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, parse_uri
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import DataTestKind, DataTestSpec, is_identifier
 
@@ -88,9 +88,8 @@ def _builtin_test(
             return None
         first = args[2]
         text = raw[first.col - 1 : args[-1].col - 1 + len(args[-1].text)]
-        values = [_unquote(item.text) for item in comma_items(text, first)]
-        if not all(values):
-            draft.error(first, "empty value in the list.", f"Write '-- data_test {form}'.")
+        values = _accepted_values(draft, text, first, form)
+        if values is None:
             return None
         return DataTestSpec(kind, columns, values=tuple(values), blocking=blocking, location=location)
     # relationships <col> -> delta://s/t.c
@@ -108,7 +107,53 @@ def _builtin_test(
     return DataTestSpec(kind, columns, ref_uri=uri, ref_column=ref_column, blocking=blocking, location=location)
 
 
-def _unquote(text: str) -> str:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+def _accepted_values(draft: HeaderDraft, text: str, first: Word, form: str) -> Optional[list[str]]:
+    """``a, 'b,c', "it's", 'it''s'`` -> ``['a', 'b,c', "it's", "it's"]``, or None after an error.
+
+    A bare value runs to the next comma, stripped (inner quotes and spaces kept: ``it's``,
+    ``two words``). A value that starts with ``'`` or ``"`` runs to its closing quote and
+    may hold commas, spaces and the other quote; its own quote is doubled inside.
+    """
+    values: list[str] = []
+    i, n = 0, len(text)
+
+    def at(index: int) -> Word:
+        return Word(text[index:index + 1] or " ", first.line, first.col + index)
+
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        start = i
+        if i < n and text[i] in "'\"":
+            quote, i, value = text[i], i + 1, []
+            while True:
+                if i >= n:
+                    draft.error(at(start), "unterminated quote in the value list.",
+                                f"Close it with {quote}, or double it inside the value ({quote * 2}).")
+                    return None
+                if text[i] == quote and text[i + 1:i + 2] == quote:
+                    value.append(quote)
+                    i += 2
+                elif text[i] == quote:
+                    i += 1
+                    break
+                else:
+                    value.append(text[i])
+                    i += 1
+            while i < n and text[i].isspace():
+                i += 1
+            if i < n and text[i] != ",":
+                draft.error(at(i), "unexpected text after a quoted value.", "Separate values with commas.")
+                return None
+            item = "".join(value)
+        else:
+            end = text.find(",", i)
+            end = n if end < 0 else end
+            item, i = text[i:end].strip(), end
+        if not item:
+            draft.error(at(start), "empty value in the list.", f"Write '-- data_test {form}'.")
+            return None
+        values.append(item)
+        if i >= n:
+            return values
+        i += 1  # the comma

@@ -72,7 +72,7 @@ def test_several_lines_accumulate_with_distinct_check_names():
             "-- data_test accepted_values status", "f.sql:2:30: accepted_values needs '= a,b,c'.", id="no-values"
         ),
         pytest.param(
-            "-- data_test accepted_values status = a,,b", "f.sql:2:39: empty value in the list.", id="empty-value"
+            "-- data_test accepted_values status = a,,b", "f.sql:2:41: empty value in the list.", id="empty-value"
         ),
         pytest.param(
             "-- data_test relationships c -> delta://a/b",
@@ -173,10 +173,19 @@ def test_accepted_values_keep_quotes_and_spaces_as_written(values, expected):
     assert _tests(f"-- data_test accepted_values status = {values}")[0].values == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the grammar splits on every comma, quotes included: 'a,b' gives the values \"'a\" and \"b'\" "
-    "(issue 15 item 4: quote-aware splitting proposed to the annotations owner)",
-)
-def test_a_quoted_accepted_value_may_contain_a_comma():
+def test_a_quoted_accepted_value_may_contain_a_comma_and_its_own_quote_doubled():
     assert _tests("-- data_test accepted_values status = 'a,b', c")[0].values == ("a,b", "c")
+    assert _tests("-- data_test accepted_values status = 'it''s', \"say \"\"hi\"\"\"")[0].values == ("it's", 'say "hi"')
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        pytest.param("'a,b", "f.sql:2:39: unterminated quote in the value list. Close it with ', or double it inside the value ('').", id="unterminated"),
+        pytest.param("'a' b, c", "f.sql:2:43: unexpected text after a quoted value. Separate values with commas.", id="text-after-quote"),
+        pytest.param("a,", "f.sql:2:41: empty value in the list. Write '-- data_test accepted_values <column> = a,b,c'.", id="trailing-comma"),
+        pytest.param("a, '', b", "f.sql:2:42: empty value in the list. Write '-- data_test accepted_values <column> = a,b,c'.", id="empty-quoted"),
+    ],
+)
+def test_a_malformed_value_list_is_located(values, expected):
+    assert _errors(M + f"-- data_test accepted_values status = {values}\n") == [expected]
