@@ -5,12 +5,14 @@
 // Normally started by scripts/ui_smoke.sh, which installs Chromium and playwright-core,
 // starts `dagster dev` on a throwaway DAGSTER_HOME and lake, and stops it afterwards.
 //
-// Steps, as a new user does them: the code location's Assets page lists all 10 demo asset
-// keys; the global asset lineage graph is screenshotted (asset_graph.png); "Materialize all…"
-// is clicked: the demo has partitioned assets (daily staging/orders, monthly
-// analytics/monthly_revenue), so Dagster opens its "Launch runs to materialize 10 assets"
-// dialog (all partitions; its assets have different partitions definitions, so no range)
-// and "Launch backfill" is clicked; the toast's "View" opens the backfill page; the backfill
+// Steps, as a new user does them: the code location's Assets page lists all 12 materializable
+// demo asset keys and the external landing/payments; the global asset lineage graph is
+// screenshotted (asset_graph.png); "Materialize all (12)…" is clicked: the demo has
+// partitioned assets (daily staging/orders, staging/payments and
+// analytics/payment_reconciliation, monthly analytics/monthly_revenue), so Dagster opens its
+// "Launch runs to materialize 12 assets" dialog; staging/payments being the only partitioned
+// root, it shows a range picker with nothing selected: "All" is clicked (the range
+// [2024-01-01...2024-03-31]), then "Launch backfill"; the toast's "View" opens the backfill page; the backfill
 // is followed (bounded) until it completes, the daemon running it as batch runs one at a
 // time (scripts/dagster.yaml); the backfill page must say "Succeeded" for every asset
 // (backfill.png) and GraphQL, the second source of truth, must report every partition
@@ -32,16 +34,29 @@
 // check pass on the committed table with no new materialization (GraphQL), and the tab show
 // unique_customer_id Succeeded / Passed.
 //
+// Then the automation: GraphQL must report the schedule analytics__dim_customer_schedule
+// RUNNING with cron "0 2 * * *" and a future next tick, and the sensors
+// assetlake_automation_sensor and assetlake_watch_external_tables RUNNING; the Automation
+// page must list the three with their switches on (automation.png) and the jobs page every
+// group job. Finally, without a click, `assetlake demo land` appends a day to the external
+// landing table: within UI_SMOKE_STEP_TIMEOUT_S the watch sensor must run staging/payments
+// for exactly that day and then the automation sensor analytics/payment_reconciliation for
+// that day, both succeeding, with no other run and no other partition of either materialized;
+// landing/payments' data version must be the table's new Delta version and staging/payments
+// of that day not stale. The runs page is screenshotted (landing_runs.png).
+//
 // Playwright uses the system Chromium (/usr/bin/chromium, or $CHROMIUM_PATH); it never
 // downloads a browser. Every request that is not to the Dagster server is aborted.
 //
-// Environment: UI_SMOKE_RUN_TIMEOUT_S (the backfill's time limit, default 480),
-// UI_SMOKE_STEP_TIMEOUT_S (the time limit of each later single run, default 600),
+// Environment: UI_SMOKE_RUN_TIMEOUT_S (the backfill's time limit, default 900: the two 91-day payments batches added minutes),
+// UI_SMOKE_STEP_TIMEOUT_S (the time limit of each later single run and of the landing flow,
+// default 600),
 // UI_SMOKE_DEBUG_DIR (failure screenshots go there; default: the screenshot dir),
 // UI_SMOKE_WATCH=1 (keep the live backfill page open while it runs instead of reopening it
 // at the end), UI_SMOKE_HEADFUL=1.
 
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +74,7 @@ const BASE = base0.replace(/\/+$/, '');
 const SHOT_DIR = path.resolve(shotDir0);
 const DEBUG_DIR = path.resolve(process.env.UI_SMOKE_DEBUG_DIR || SHOT_DIR);
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const RUN_TIMEOUT_MS = Number(process.env.UI_SMOKE_RUN_TIMEOUT_S || 480) * 1000;
+const RUN_TIMEOUT_MS = Number(process.env.UI_SMOKE_RUN_TIMEOUT_S || 900) * 1000;
 const LOCATION = 'assetlake_demo';
 const ASSET_KEYS = [
   'raw/customers',
@@ -72,10 +87,31 @@ const ASSET_KEYS = [
   'analytics/customer_revenue',
   'analytics/top_customers',
   'ops/load_log',
+  'staging/payments',
+  'analytics/payment_reconciliation',
 ];
-const GROUPS = ['raw', 'customers', 'sales', 'ops'];
-// The partitioned ones and their partition counts (orders.sql, monthly_revenue.sql).
-const PARTITIONS = { 'staging/orders': 91, 'analytics/monthly_revenue': 3 };
+// The external landing table: listed (group external), observed, never materialized.
+const EXTERNAL_KEY = 'landing/payments';
+const GROUPS = ['raw', 'customers', 'sales', 'ops', 'payments', 'external'];
+// The partitioned ones and their partition counts (orders.sql, monthly_revenue.sql,
+// payments.sql, payment_reconciliation.sql).
+const PARTITIONS = {
+  'staging/orders': 91,
+  'analytics/monthly_revenue': 3,
+  'staging/payments': 91,
+  'analytics/payment_reconciliation': 91,
+};
+// The automation the demo declares (dim_customer.sql's schedule, the two sensors) and its jobs.
+const SCHEDULE_NAME = 'analytics__dim_customer_schedule';
+const SCHEDULE_CRON = '0 2 * * *';
+const SENSOR_NAMES = ['assetlake_automation_sensor', 'assetlake_watch_external_tables'];
+const JOB_NAMES = ['customers_job', 'ops_job', 'payments_job', 'raw_job', 'sales_daily_job', 'sales_job',
+  'sales_monthly_job', 'analytics__dim_customer_schedule_job'];
+// The landing flow: `assetlake demo land` appends a day; the watch sensor runs LANDED_READER
+// for that day, then the automation sensor (eager) LANDED_DOWNSTREAM for that day.
+const LANDED_READER = 'staging/payments';
+const LANDED_DOWNSTREAM = 'analytics/payment_reconciliation';
+const REPO_ROOT = path.resolve(here, '..');
 const METADATA_ASSET = 'analytics/monthly_revenue';
 const PARTITIONS_ASSET = 'staging/orders';
 const VIEWPORT = { width: 1400, height: 900 };
@@ -582,6 +618,239 @@ async function screenshotPartitions(page, file) {
   log(`screenshot ${file}`);
 }
 
+/** The code location's repository: its schedules, sensors and jobs (GraphQL). */
+async function automationState() {
+  const data = await graphql(`{ workspaceOrError { __typename ... on Workspace { locationEntries { name
+    locationOrLoadError { __typename ... on RepositoryLocation { repositories { name
+      schedules { name cronSchedule executionTimezone scheduleState { status } futureTicks(limit: 1) { results { timestamp } } }
+      sensors { name sensorType minIntervalSeconds sensorState { status } }
+      jobs { name } } } } } } } }`);
+  const entry = data.workspaceOrError.locationEntries.find((e) => e.name === LOCATION);
+  const repos = entry?.locationOrLoadError?.repositories ?? [];
+  if (repos.length !== 1) fail(`code location ${LOCATION}: ${repos.length} repositories (GraphQL), expected 1`);
+  return repos[0];
+}
+
+/** 15. The schedule and both sensors RUNNING (GraphQL and /automation, automation.png); the jobs listed. */
+async function automationSteps(page, shots) {
+  const repo = await automationState();
+  const problems = [];
+  const schedule = repo.schedules.find((s) => s.name === SCHEDULE_NAME);
+  if (!schedule) problems.push(`schedule ${SCHEDULE_NAME} missing (schedules: ${repo.schedules.map((s) => s.name).join(', ') || 'none'})`);
+  else {
+    if (schedule.cronSchedule !== SCHEDULE_CRON) problems.push(`schedule ${SCHEDULE_NAME}: cron "${schedule.cronSchedule}", expected "${SCHEDULE_CRON}"`);
+    if (schedule.scheduleState.status !== 'RUNNING') problems.push(`schedule ${SCHEDULE_NAME}: ${schedule.scheduleState.status}, expected RUNNING`);
+    const next = schedule.futureTicks.results[0]?.timestamp;
+    if (!next || next * 1000 <= Date.now()) problems.push(`schedule ${SCHEDULE_NAME}: next tick ${next}, expected one in the future`);
+    else log(`schedule ${SCHEDULE_NAME}: RUNNING, cron "${schedule.cronSchedule}" ${schedule.executionTimezone ?? ''}, next tick ${new Date(next * 1000).toISOString()}`);
+  }
+  for (const name of SENSOR_NAMES) {
+    const sensor = repo.sensors.find((s) => s.name === name);
+    if (!sensor) problems.push(`sensor ${name} missing (sensors: ${repo.sensors.map((s) => s.name).join(', ') || 'none'})`);
+    else if (sensor.sensorState.status !== 'RUNNING') problems.push(`sensor ${name}: ${sensor.sensorState.status}, expected RUNNING`);
+    else log(`sensor ${name}: RUNNING (${sensor.sensorType}, every ${sensor.minIntervalSeconds}s)`);
+  }
+  const jobs = repo.jobs.map((j) => j.name);
+  const missingJobs = JOB_NAMES.filter((j) => !jobs.includes(j));
+  if (missingJobs.length) problems.push(`jobs missing: ${missingJobs.join(', ')} (jobs: ${jobs.join(', ')})`);
+  if (problems.length) fail(`automation (GraphQL):\n  ${problems.join('\n  ')}`);
+
+  // The Automation page: the schedule and the two sensors, each with its switch on.
+  await shots.goto(`${BASE}/automation`);
+  for (const name of [SCHEDULE_NAME, ...SENSOR_NAMES]) {
+    // The page's rows are virtualized divs (a selection checkbox, the name, ..., the switch):
+    // the row is the name's nearest ancestor holding a checkbox, its switch the last one.
+    const label = shots.getByText(name, { exact: true }).first();
+    await label.waitFor({ timeout: 60_000 }).catch(() => fail(`/automation does not list ${name}`));
+    const row = label.locator('xpath=ancestor::*[.//input[@type="checkbox"]][1]');
+    await row.locator('input[type=checkbox]').first().waitFor({ state: 'attached', timeout: 10_000 })
+      .catch(() => fail(`/automation: no switch in the row of ${name}`));
+    // The switch is on once the instigator's state has loaded (nobody ticks a row's selection box).
+    const on = await row.locator('input[type=checkbox]:checked').first().waitFor({ state: 'attached', timeout: 20_000 })
+      .then(() => true, () => false);
+    if (!on) {
+      await shots.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_automation.png') }).catch(() => {});
+      const html = await row.evaluate((el) => el.outerHTML).catch(() => '?');
+      fail(`/automation: the switch of ${name} is off (row: ${html.slice(0, 1500)})`);
+    }
+  }
+  await shots.getByText('Scheduled At 02:00 AM UTC').or(shots.getByText(/02:00 AM UTC/)).first().waitFor({ timeout: 10_000 })
+    .catch(() => fail('/automation does not show the schedule\'s "02:00 AM UTC"'));
+  await shots.mouse.move(5, 5);
+  await shots.waitForTimeout(1000);
+  await shots.screenshot({ path: path.join(SHOT_DIR, 'automation.png') });
+  log(`/automation lists ${SCHEDULE_NAME} and ${SENSOR_NAMES.join(', ')}, switches on; screenshot automation.png`);
+
+  // The jobs page lists every group job and the schedule's job.
+  await page.goto(`${BASE}/locations/${LOCATION}/jobs`);
+  for (const job of JOB_NAMES) {
+    await page.getByText(job, { exact: true }).first().waitFor({ timeout: 30_000 })
+      .catch(() => fail(`/locations/${LOCATION}/jobs does not list ${job}`));
+  }
+  log(`/locations/${LOCATION}/jobs lists ${JOB_NAMES.join(', ')}`);
+  await page.goto('about:blank');
+  await shots.goto('about:blank');
+}
+
+/** Runs created at or after `sinceSecs` (creation time, seconds), newest first. */
+async function runsSince(sinceSecs) {
+  const data = await graphql(
+    `query($after: Float) { runsOrError(filter: { createdAfter: $after }, limit: 100) { __typename
+      ... on Runs { results { runId status creationTime startTime endTime tags { key value } assetSelection { path } } }
+      ... on PythonError { message } } }`,
+    { after: sinceSecs },
+  );
+  const r = data.runsOrError;
+  if (r.__typename !== 'Runs') fail(`runs: ${r.__typename} ${r.message ?? ''}`);
+  return r.results.filter((x) => x.creationTime >= sinceSecs);
+}
+
+const tagOf = (run, key) => run.tags.find((t) => t.key === key)?.value;
+const runAssets = (run) => (run.assetSelection ?? []).map((k) => k.path.join('/')).sort().join(', ');
+
+/** Materializations of `key` recorded after `sinceMs`: [{ partition, runId }]. */
+async function materializationsSince(key, sinceMs) {
+  const data = await graphql(
+    `query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { __typename ... on AssetNode {
+      assetMaterializations(limit: 400) { partition runId timestamp } } } }`,
+    { key: { path: key.split('/') } },
+  );
+  const node = data.assetNodeOrError;
+  if (node.__typename !== 'AssetNode') fail(`asset ${key}: ${node.__typename}`);
+  return node.assetMaterializations.filter((m) => Number(m.timestamp) >= sinceMs);
+}
+
+/** The latest version in a local Delta table's _delta_log (NNN.json). */
+function deltaVersion(tablePath) {
+  const dir = path.join(tablePath.replace(/^file:(\/\/)?/, ''), '_delta_log');
+  const versions = readdirSync(dir).map((f) => f.match(/^(\d{20})\.json$/)).filter(Boolean).map((m) => Number(m[1]));
+  if (!versions.length) fail(`no commits in ${dir}`);
+  return Math.max(...versions);
+}
+
+/**
+ * 16. The landing flow, without a click: `assetlake demo land` appends a day to the external
+ * table; the watch sensor must run LANDED_READER for that day, then the automation sensor
+ * LANDED_DOWNSTREAM for that day, and nothing else; the external asset's data version is the
+ * table's new Delta version and the reader's partition is not stale. landing_runs.png.
+ */
+async function landingSteps(page, shots) {
+  const landStart = Date.now();
+  const cli = path.join(REPO_ROOT, '.venv', 'bin', 'assetlake');
+  // The environment ui_smoke.sh exported (the throwaway lake, its warm engine) is inherited.
+  const out = await new Promise((resolve, reject) => {
+    execFile(cli, ['demo', 'land'], { cwd: REPO_ROOT, timeout: STEP_TIMEOUT_MS }, (err, stdout, stderr) => {
+      if (err) reject(new SmokeFailure(`assetlake demo land failed (${err.code ?? err.signal}): ${(stderr || stdout || err.message).slice(0, 1500)}`));
+      else resolve(stdout);
+    });
+  });
+  const m = out.match(/landed (\d+) payments of (\d{4}-\d{2}-\d{2}) in (\S+) \(one Delta commit\) at (\S+)/);
+  if (!m) fail(`assetlake demo land: unexpected output ${JSON.stringify(out.slice(0, 500))}`);
+  const [, rows, day, table, tablePath] = m;
+  const landSecs = ((Date.now() - landStart) / 1000).toFixed(1);
+  const version = deltaVersion(tablePath);
+  log(`assetlake demo land: ${rows} payments of ${day} in ${table}, Delta version ${version} (${landSecs}s)`);
+
+  // Wait (bounded) for the two runs the sensors must start, polling GraphQL.
+  const sinceSecs = landStart / 1000;
+  const deadline = landStart + STEP_TIMEOUT_MS;
+  const isWatchRun = (r) => tagOf(r, 'dagster/sensor_name') === 'assetlake_watch_external_tables';
+  const isAutoRun = (r) => tagOf(r, 'dagster/sensor_name') === 'assetlake_automation_sensor';
+  let watchRun = null;
+  let autoRun = null;
+  let lastLine = '';
+  for (;;) {
+    const runs = await runsSince(sinceSecs);
+    watchRun = runs.filter(isWatchRun).at(-1) ?? null;
+    autoRun = runs.filter(isAutoRun).at(-1) ?? null;
+    const desc = (r) => (r ? `${r.runId.slice(0, 8)} ${r.status} [${runAssets(r)}] partition ${tagOf(r, 'dagster/partition')}` : 'none yet');
+    const line = `landing ${day}: watch run ${desc(watchRun)}; automation run ${desc(autoRun)}; ${runs.length} runs since landing`;
+    if (line !== lastLine) log(line);
+    lastLine = line;
+    for (const r of [watchRun, autoRun]) {
+      if (r && ['FAILURE', 'CANCELED'].includes(r.status)) {
+        const { failures } = await runOutcome(r.runId);
+        fail(`landing ${day}: run ${r.runId} [${runAssets(r)}] ended ${r.status}: ${failures.map((f) => `${f.stepKey}: ${f.message}`).join(' | ').slice(0, 1500)}`);
+      }
+    }
+    if (watchRun?.status === 'SUCCESS' && autoRun?.status === 'SUCCESS') break;
+    if (Date.now() > deadline) {
+      await page.goto(`${BASE}/runs`).catch(() => {});
+      await page.waitForTimeout(3000);
+      await page.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_landing_timeout.png') }).catch(() => {});
+      fail(`landing ${day}: not done after ${STEP_TIMEOUT_MS / 1000}s (${line})`);
+    }
+    await sleep(1500);
+  }
+
+  // The runs: exactly these two, for exactly that day.
+  const problems = [];
+  const runs = await runsSince(sinceSecs);
+  if (runAssets(watchRun) !== LANDED_READER) problems.push(`watch run ${watchRun.runId}: assets [${runAssets(watchRun)}], expected [${LANDED_READER}]`);
+  if (tagOf(watchRun, 'dagster/partition') !== day) problems.push(`watch run ${watchRun.runId}: partition ${tagOf(watchRun, 'dagster/partition')}, expected ${day}`);
+  const watchTag = tagOf(watchRun, 'assetlake/watch');
+  if (watchTag !== `landing.payments@${version}`) problems.push(`watch run ${watchRun.runId}: tag assetlake/watch=${watchTag}, expected landing.payments@${version}`);
+  if (runAssets(autoRun) !== LANDED_DOWNSTREAM) problems.push(`automation run ${autoRun.runId}: assets [${runAssets(autoRun)}], expected [${LANDED_DOWNSTREAM}]`);
+  if (tagOf(autoRun, 'dagster/partition') !== day) problems.push(`automation run ${autoRun.runId}: partition ${tagOf(autoRun, 'dagster/partition')}, expected ${day}`);
+  if (tagOf(autoRun, 'dagster/from_automation_condition') !== 'true') problems.push(`automation run ${autoRun.runId}: no tag dagster/from_automation_condition=true`);
+  if (autoRun.creationTime < watchRun.endTime) problems.push(`automation run ${autoRun.runId} created before the watch run ended`);
+  const others = runs.filter((r) => r.runId !== watchRun.runId && r.runId !== autoRun.runId);
+  if (others.length) problems.push(`other runs since the landing: ${others.map((r) => `${r.runId.slice(0, 8)} [${runAssets(r)}] ${tagOf(r, 'dagster/partition') ?? ''} ${tagOf(r, 'dagster/sensor_name') ?? ''}`).join('; ')}`);
+  // The materializations: one each, of that day, by these runs; no other partition touched.
+  for (const [key, run] of [[LANDED_READER, watchRun], [LANDED_DOWNSTREAM, autoRun]]) {
+    const mats = await materializationsSince(key, landStart);
+    const desc = mats.map((x) => `${x.partition} by ${x.runId.slice(0, 8)}`).join(', ');
+    if (mats.length !== 1 || mats[0].partition !== day || mats[0].runId !== run.runId) {
+      problems.push(`${key}: materializations since the landing: [${desc}], expected only ${day} by ${run.runId.slice(0, 8)}`);
+    }
+  }
+  // The external asset's data version is the new Delta version; the reader's day is not stale.
+  let dataVersion = null;
+  let stale = null;
+  const dvDeadline = Date.now() + 30_000;
+  for (;;) {
+    const ext = (await graphql(
+      `query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { __typename ... on AssetNode { dataVersion } } }`,
+      { key: { path: EXTERNAL_KEY.split('/') } },
+    )).assetNodeOrError;
+    dataVersion = ext.dataVersion ?? null;
+    const reader = (await graphql(
+      `query($key: AssetKeyInput!, $p: String) { assetNodeOrError(assetKey: $key) { __typename ... on AssetNode {
+        staleStatus(partition: $p) staleCauses(partition: $p) { key { path } reason category } } } }`,
+      { key: { path: LANDED_READER.split('/') }, p: day },
+    )).assetNodeOrError;
+    stale = reader;
+    if ((dataVersion === String(version) && reader.staleStatus !== 'STALE') || Date.now() > dvDeadline) break;
+    await sleep(1500);
+  }
+  if (dataVersion !== String(version)) problems.push(`${EXTERNAL_KEY}: dataVersion ${JSON.stringify(dataVersion)}, expected "${version}" (the table's Delta version)`);
+  if (stale.staleStatus === 'STALE') problems.push(`${LANDED_READER} ${day}: STALE after its run (${JSON.stringify(stale.staleCauses).slice(0, 600)})`);
+  if (problems.length) fail(`landing ${day}:\n  ${problems.join('\n  ')}`);
+  const secs = (t) => (t - sinceSecs).toFixed(1);
+  const timing = {
+    day,
+    watchSecs: secs(watchRun.endTime),
+    autoSecs: secs(autoRun.endTime),
+  };
+  log(`landing ${day}: watch run ${watchRun.runId.slice(0, 8)} of ${LANDED_READER} created +${secs(watchRun.creationTime)}s, `
+    + `succeeded +${timing.watchSecs}s; automation run ${autoRun.runId.slice(0, 8)} of ${LANDED_DOWNSTREAM} created `
+    + `+${secs(autoRun.creationTime)}s, succeeded +${timing.autoSecs}s (after \`assetlake demo land\`, which took ${landSecs}s); `
+    + `no other runs or partitions; ${EXTERNAL_KEY} data version ${dataVersion}; ${LANDED_READER} ${day} ${stale.staleStatus}`);
+
+  // The runs page: the two sensor runs on top (landing_runs.png).
+  await shots.goto(`${BASE}/runs`);
+  for (const r of [watchRun, autoRun]) {
+    await shots.getByText(r.runId.slice(0, 8), { exact: true }).first().waitFor({ timeout: 30_000 })
+      .catch(() => fail(`/runs does not list run ${r.runId.slice(0, 8)}`));
+  }
+  await shots.mouse.move(5, 5);
+  await shots.waitForTimeout(1500);
+  await shots.screenshot({ path: path.join(SHOT_DIR, 'landing_runs.png'), clip: { x: 0, y: 0, width: VIEWPORT.width, height: 420 } });
+  log('screenshot landing_runs.png');
+  await shots.goto('about:blank');
+  return timing;
+}
+
 async function main() {
   mkdirSync(SHOT_DIR, { recursive: true });
   mkdirSync(DEBUG_DIR, { recursive: true });
@@ -632,7 +901,7 @@ async function main() {
       await row.waitFor();
       await row.click();
     }
-    for (const key of ASSET_KEYS) {
+    for (const key of [...ASSET_KEYS, EXTERNAL_KEY]) {
       await page.locator(`a[href$="/assets/${key}"]`).first().waitFor({ timeout: 30_000 })
         .catch(() => fail(`asset ${key} is not listed on /locations/${LOCATION}/assets`));
       const text = key.split('/').join(' / ');
@@ -640,7 +909,7 @@ async function main() {
         fail(`asset ${key} ("${text}") is not visible on /locations/${LOCATION}/assets`);
       }
     }
-    log(`all ${ASSET_KEYS.length} asset keys visible on /locations/${LOCATION}/assets`);
+    log(`all ${ASSET_KEYS.length} asset keys and the external ${EXTERNAL_KEY} visible on /locations/${LOCATION}/assets`);
 
     // 2. The global asset lineage graph.
     await screenshotGraph(shots, path.join(SHOT_DIR, 'asset_graph.png'));
@@ -652,17 +921,40 @@ async function main() {
     await page.waitForFunction(
       () => [...document.querySelectorAll('button')].some((b) => b.innerText.trim().startsWith('Materialize all') && !b.disabled),
     );
-    await page.getByRole('button', { name: /Materialize all/ }).click();
-    log('clicked "Materialize all…"');
+    const materializeAll = page.getByRole('button', { name: /Materialize all/ });
+    const buttonText = (await materializeAll.innerText()).trim();
+    if (!buttonText.includes(`(${ASSET_KEYS.length})`)) {
+      fail(`the button reads "${buttonText}", expected "Materialize all (${ASSET_KEYS.length})…"`);
+    }
+    await materializeAll.click();
+    log(`clicked "${buttonText}"`);
     const dialog = page.getByRole('dialog').filter({ hasText: `materialize ${ASSET_KEYS.length} assets` }).last();
     await dialog.waitFor({ timeout: 30_000 })
       .catch(() => fail(`no "Launch runs to materialize ${ASSET_KEYS.length} assets" dialog after "Materialize all…"`));
-    // Dagster offers only "All partitions" here (daily and monthly roots: no common range).
-    await dialog.getByText('All partitions', { exact: true }).waitFor({ timeout: 10_000 })
-      .catch(() => fail('the launch dialog does not say "All partitions"'));
+    // staging/payments is the only partitioned root: Dagster opens its range picker with
+    // nothing selected and "Launch backfill" disabled; "All" selects its 91 days.
+    const launch = dialog.getByRole('button', { name: 'Launch backfill' });
+    const all = dialog.getByRole('button', { name: 'All', exact: true });
+    await all.waitFor({ timeout: 10_000 })
+      .catch(() => fail('the launch dialog has no "All" button in its partition range picker'));
+    await all.click();
+    const wantRange = `[${'2024-01-01'}...${'2024-03-31'}]`;
+    const rangeOk = await page.waitForFunction(
+      (want) => [...document.querySelectorAll('[role=dialog] input, [role=dialog] textarea')].some((i) => i.value.includes(want))
+        || [...document.querySelectorAll('[role=dialog]')].some((d) => d.innerText.includes(want)),
+      wantRange, { timeout: 10_000 },
+    ).then(() => true, () => false);
+    if (!rangeOk) {
+      await dialog.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_launch_dialog.png') }).catch(() => {});
+      fail(`after "All", the launch dialog's range is not ${wantRange}`);
+    }
+    await page.waitForFunction(
+      () => [...document.querySelectorAll('[role=dialog] button')].some((b) => b.innerText.trim() === 'Launch backfill' && !b.disabled),
+      null, { timeout: 10_000 },
+    ).catch(() => fail(`"Launch backfill" still disabled after "All" selected ${wantRange}`));
     await dialog.screenshot({ path: path.join(DEBUG_DIR, 'ui_smoke_launch_dialog.png') });
-    await dialog.getByRole('button', { name: 'Launch backfill' }).click();
-    log('clicked "Launch backfill" in the dialog ("All partitions")');
+    await launch.click();
+    log(`clicked "All" (${wantRange}) and "Launch backfill" in the dialog`);
     const created = page.getByText(/Created backfill [a-z0-9]{8}/).first();
     const notLaunched = page.getByText(/backfill was not launched/i).first();
     await created.or(notLaunched).waitFor({ timeout: 60_000 })
@@ -776,9 +1068,17 @@ async function main() {
     // 11-14: a failing data test blocks a bad write and shows in the UI; checks run on their own.
     const checks = await dataTestSteps(page, shots, runIds);
 
+    // 15. The automation: the schedule and both sensors running, the jobs listed.
+    await automationSteps(page, shots);
+
+    // 16. A day lands in the external table: the sensors run it, nobody clicks.
+    const landed = await landingSteps(page, shots);
+
     log(`PASS: backfill ${backfillId} (${state.runs.length} runs) materialized all ${ASSET_KEYS.length} assets from the UI; `
       + `data test ${CHECK_NAME} blocked the duplicate (run ${checks.badRunId.slice(0, 8)} failed, ${CHECK_ASSET} unchanged) `
-      + `and passed when run on its own from the Checks tab (run ${checks.checkRunId.slice(0, 8)})`);
+      + `and passed when run on its own from the Checks tab (run ${checks.checkRunId.slice(0, 8)}); `
+      + `schedule ${SCHEDULE_NAME} and ${SENSOR_NAMES.length} sensors running; the landed day ${landed.day} `
+      + `ran ${LANDED_READER} (${landed.watchSecs}s) and ${LANDED_DOWNSTREAM} (${landed.autoSecs}s) without a click`);
   } catch (e) {
     const shot = path.join(DEBUG_DIR, 'ui_smoke_failure.png');
     await page.screenshot({ path: shot }).then(() => log(`failure screenshot: ${shot} (page ${page.url()})`)).catch(() => {});

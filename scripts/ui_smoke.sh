@@ -7,20 +7,29 @@
 # /usr/bin/chromium is missing; playwright-core from npm into scripts/ui/node_modules;
 # the Python side through scripts/setup.sh), starts `dagster dev` on 127.0.0.1 with a
 # throwaway DAGSTER_HOME (with the repo's scripts/dagster.yaml: up to 4 runs at once on one warm Spark engine) and lake
-# (the user's .assetlake/ is never touched), and runs scripts/ui_smoke.mjs: the asset keys
-# are listed, "Materialize all…" is clicked, then "Launch backfill" in the dialog Dagster
-# opens for partitioned assets (all partitions); the daemon's batch runs must all succeed
-# and every partition be materialized. Then a run of raw/customers + analytics/customers with
-# a duplicate customer in its run config (launched as the launchpad does) must fail on the
-# data test unique_customer_id with nothing written (the table keeps the backfill's
-# materialization), the asset's Checks tab show the check failed, and "Execute all" there
-# run the checks on their own against the committed table, passing. docs/img/asset_graph.png,
-# backfill.png, asset_metadata.png, asset_partitions.png, asset_graph_materialized.png and
-# failed_check.png are written. `dagster dev` is always stopped at the end. Exits non-zero on
-# any failure; the temp dir (dagster log, failure screenshots) is then kept.
+# (the user's .assetlake/ is never touched), seeding the lake's external landing table
+# (landing/payments, January and February) first as scripts/dev.sh does, and runs
+# scripts/ui_smoke.mjs: the asset keys (12 materializable + the external landing/payments)
+# are listed, "Materialize all…" is clicked, then "All" and "Launch backfill" in the dialog
+# Dagster opens for partitioned assets (anchored on staging/payments, the only partitioned
+# root); the daemon's batch runs must all succeed and every partition be materialized. Then
+# a run of raw/customers + analytics/customers with a duplicate customer in its run config
+# (launched as the launchpad does) must fail on the data test unique_customer_id with nothing
+# written (the table keeps the backfill's materialization), the asset's Checks tab show the
+# check failed, and "Execute all" there run the checks on their own against the committed
+# table, passing. Then the automation: the dim_customer schedule and both sensors RUNNING
+# (GraphQL and the Automation page), the group jobs listed; and, without a click,
+# `assetlake demo land` appends a day to the landing table: the watch sensor must run
+# staging/payments for exactly that day and the automation sensor then
+# analytics/payment_reconciliation for that day, nothing else. docs/img/asset_graph.png,
+# backfill.png, asset_metadata.png, asset_partitions.png, asset_graph_materialized.png,
+# failed_check.png, automation.png and landing_runs.png are written. `dagster dev` is always
+# stopped at the end. Exits non-zero on any failure; the temp dir (dagster log, failure
+# screenshots) is then kept.
 #
 # Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (the backfill's
-# time limit, default 480), UI_SMOKE_STEP_TIMEOUT_S (each later single run's, default 600),
+# time limit, default 900), UI_SMOKE_STEP_TIMEOUT_S (each later single run's, and the landing
+# flow's, default 600),
 # UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
 set -euo pipefail
 
@@ -68,6 +77,10 @@ mkdir -p "$DAGSTER_HOME" "$ASSETLAKE_LAKE_ROOT"
 # The instance scripts/dev.sh gives users: several runs at once on the lake's one warm
 # Spark engine, no telemetry.
 cp scripts/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
+# The watch sensor polls the external tables' Delta logs every 5 s instead of its default 30:
+# the smoke lands a day of payments and waits for the sensor's run, so each second of
+# polling interval is a second of CI time. (Read by the code server that dagster dev starts.)
+export ASSETLAKE_WATCH_INTERVAL_S=5
 
 port=${UI_SMOKE_PORT:-$("$repo/.venv/bin/python" -c \
   'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
@@ -107,6 +120,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The demo's external landing table must exist before "Materialize all" (staging/payments
+# reads it): seeded with January and February, as scripts/dev.sh does. This starts the
+# lake's warm Spark engine, which dagster dev's runs then share (cleanup stops it).
+say "seeding the landing table: assetlake demo land --seed"
+"$repo/.venv/bin/assetlake" demo land --seed
+
 say "starting dagster dev on $url (log: $dagster_log)"
 # In its own session and process group, so that the webserver, the daemon, the code server
 # and the run workers (with their Spark JVMs) are stopped together. A background job of a
@@ -141,4 +160,4 @@ done
 
 # --- 3. The browser. --------------------------------------------------------------------
 UI_SMOKE_DEBUG_DIR="$tmp" node "$repo/scripts/ui_smoke.mjs" "$url" "$shot_dir"
-say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_partitions.png asset_graph_materialized.png failed_check.png | tr '\n' ' ')"
+say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_partitions.png asset_graph_materialized.png failed_check.png automation.png landing_runs.png | tr '\n' ' ')"
