@@ -329,11 +329,11 @@ def _build_parser() -> argparse.ArgumentParser:
         description="`land` appends one day of synthetic payments to delta://landing/payments as one Delta "
         "commit (default: the day after the latest landed day): with `dagster dev` running, the watch sensor "
         "then materializes staging/payments for that day, and analytics/payment_reconciliation follows. "
-        "`land --seed` creates the table with March 1-15, 2024 when it does not exist.",
+        "`land --seed` creates the table with January and February when it does not exist.",
     )
     demo.add_argument("action", choices=("land",))
     demo.add_argument("--day", default=None, help="the day to land, YYYY-MM-DD (default: the next one)")
-    demo.add_argument("--seed", action="store_true", help="create the table with March 1-15 if it does not exist")
+    demo.add_argument("--seed", action="store_true", help="create the table with Jan-Feb if it does not exist")
     demo.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     return parser
 

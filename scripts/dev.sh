@@ -29,8 +29,8 @@ load_from:
 EOF
 fi
 if [ -z "${ASSETLAKE_PROJECT_DIR:-}" ]; then
-  # The demo's external landing table, watched by a sensor: seeded once (March 1-15,
-  # 2024), so that the first "Materialize all" finds it. A no-op once it exists.
+  # The demo's external landing table, watched by a sensor: seeded once (January and
+  # February), so that the first "Materialize all" finds it. A no-op once it exists.
   .venv/bin/assetlake demo land --seed
 fi
 exec .venv/bin/python scripts/dagster_dev.py -w "$workspace" -h 127.0.0.1 -p "${PORT:-3000}" "$@"

@@ -12,7 +12,7 @@
 // analytics/payment_reconciliation, monthly analytics/monthly_revenue), so Dagster opens its
 // "Launch runs to materialize 12 assets" dialog; staging/payments being the only partitioned
 // root, it shows a range picker with nothing selected: "All" is clicked (the range
-// [2024-03-01...2024-03-31]), then "Launch backfill"; the toast's "View" opens the backfill page; the backfill
+// [2024-01-01...2024-03-31]), then "Launch backfill"; the toast's "View" opens the backfill page; the backfill
 // is followed (bounded) until it completes, the daemon running it as batch runs one at a
 // time (scripts/dagster.yaml); the backfill page must say "Succeeded" for every asset
 // (backfill.png) and GraphQL, the second source of truth, must report every partition
@@ -48,7 +48,7 @@
 // Playwright uses the system Chromium (/usr/bin/chromium, or $CHROMIUM_PATH); it never
 // downloads a browser. Every request that is not to the Dagster server is aborted.
 //
-// Environment: UI_SMOKE_RUN_TIMEOUT_S (the backfill's time limit, default 900),
+// Environment: UI_SMOKE_RUN_TIMEOUT_S (the backfill's time limit, default 900: the two 91-day payments batches added minutes),
 // UI_SMOKE_STEP_TIMEOUT_S (the time limit of each later single run and of the landing flow,
 // default 600),
 // UI_SMOKE_DEBUG_DIR (failure screenshots go there; default: the screenshot dir),
@@ -98,8 +98,8 @@ const GROUPS = ['raw', 'customers', 'sales', 'ops', 'payments', 'external'];
 const PARTITIONS = {
   'staging/orders': 91,
   'analytics/monthly_revenue': 3,
-  'staging/payments': 31,
-  'analytics/payment_reconciliation': 31,
+  'staging/payments': 91,
+  'analytics/payment_reconciliation': 91,
 };
 // The automation the demo declares (dim_customer.sql's schedule, the two sensors) and its jobs.
 const SCHEDULE_NAME = 'analytics__dim_customer_schedule';
@@ -932,13 +932,13 @@ async function main() {
     await dialog.waitFor({ timeout: 30_000 })
       .catch(() => fail(`no "Launch runs to materialize ${ASSET_KEYS.length} assets" dialog after "Materialize all…"`));
     // staging/payments is the only partitioned root: Dagster opens its range picker with
-    // nothing selected and "Launch backfill" disabled; "All" selects its 31 days.
+    // nothing selected and "Launch backfill" disabled; "All" selects its 91 days.
     const launch = dialog.getByRole('button', { name: 'Launch backfill' });
     const all = dialog.getByRole('button', { name: 'All', exact: true });
     await all.waitFor({ timeout: 10_000 })
       .catch(() => fail('the launch dialog has no "All" button in its partition range picker'));
     await all.click();
-    const wantRange = `[${'2024-03-01'}...${'2024-03-31'}]`;
+    const wantRange = `[${'2024-01-01'}...${'2024-03-31'}]`;
     const rangeOk = await page.waitForFunction(
       (want) => [...document.querySelectorAll('[role=dialog] input, [role=dialog] textarea')].some((i) => i.value.includes(want))
         || [...document.querySelectorAll('[role=dialog]')].some((d) => d.innerText.includes(want)),

@@ -8,7 +8,7 @@
 # the Python side through scripts/setup.sh), starts `dagster dev` on 127.0.0.1 with a
 # throwaway DAGSTER_HOME (with the repo's scripts/dagster.yaml: up to 4 runs at once on one warm Spark engine) and lake
 # (the user's .assetlake/ is never touched), seeding the lake's external landing table
-# (landing/payments, March 1-15) first as scripts/dev.sh does, and runs
+# (landing/payments, January and February) first as scripts/dev.sh does, and runs
 # scripts/ui_smoke.mjs: the asset keys (12 materializable + the external landing/payments)
 # are listed, "Materialize all…" is clicked, then "All" and "Launch backfill" in the dialog
 # Dagster opens for partitioned assets (anchored on staging/payments, the only partitioned
@@ -121,7 +121,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # The demo's external landing table must exist before "Materialize all" (staging/payments
-# reads it): seeded with March 1-15, as scripts/dev.sh does. This starts the
+# reads it): seeded with January and February, as scripts/dev.sh does. This starts the
 # lake's warm Spark engine, which dagster dev's runs then share (cleanup stops it).
 say "seeding the landing table: assetlake demo land --seed"
 "$repo/.venv/bin/assetlake" demo land --seed

@@ -11,9 +11,9 @@ partitioned by ``payment_date``, the way an ingestion tool would write it::
 With ``dagster dev`` running, the sensor sees the new commit, requests ``staging/payments``
 for exactly that day, and the eager ``analytics/payment_reconciliation`` follows.
 
-The provider's feed starts on 2024-03-01. ``seed`` lands March 1 to 15 on a lake that has
-no landing table yet (``scripts/dev.sh`` and the UI smoke call it), so that "Materialize
-all" finds the table; the rest of March is left for ``land`` to drop day by day.
+``seed`` lands January and February on a lake that has no landing table yet (``scripts/
+dev.sh`` and the UI smoke call it), so that "Materialize all" finds the table; March is
+left for ``land`` to drop day by day.
 
 Payments are derived from the demo's synthetic orders (``demo/project/sources.py``): one per
 paid order, on its order day, so the same day always lands the same rows.
@@ -33,17 +33,14 @@ from assetlake_dagster.spec import TableUri
 #: The landing table and its partition column.
 LANDING_TABLE = TableUri("landing", "payments")
 PARTITION_COLUMN = "payment_date"
-#: The first day of the provider's feed (the payments assets' first partition).
-FEED_START = dt.date(2024, 3, 1)
-#: Days ``seed`` lands: the first half of March 2024 (the rest is landed day by day).
-SEED_DAYS = (FEED_START, dt.date(2024, 3, 15))
+#: Days ``seed`` lands: January and February 2024 (March is landed day by day).
+SEED_DAYS = (dt.date(2024, 1, 1), dt.date(2024, 2, 29))
 _SCHEMA = "payment_id BIGINT, order_id BIGINT, amount DOUBLE, paid_at TIMESTAMP, payment_date DATE"
 
 
 def demo_days() -> tuple[dt.date, dt.date]:
-    """The first and last day of payments in the demo: the feed's start, the orders' last day."""
-    assert FIRST_DAY <= FEED_START
-    return FEED_START, FIRST_DAY + dt.timedelta(days=DAYS - 1)
+    """The first and last day that have orders (and so payments) in the demo."""
+    return FIRST_DAY, FIRST_DAY + dt.timedelta(days=DAYS - 1)
 
 
 def payment_rows(first: dt.date, last: dt.date) -> pd.DataFrame:
@@ -99,7 +96,7 @@ def land(spark: Any, lake: Lake, day: Optional[dt.date] = None) -> tuple[dt.date
     Args:
         spark: a Spark session (the warm engine's, or any).
         lake: the lake holding ``landing/payments``.
-        day: the day to land (default: the day after the latest landed day, or the feed's
+        day: the day to land (default: the day after the latest landed day, or the demo's
             first day on an empty lake).
 
     Returns:
@@ -115,11 +112,11 @@ def land(spark: Any, lake: Lake, day: Optional[dt.date] = None) -> tuple[dt.date
         day = max(landed) + dt.timedelta(days=1) if landed else first
         if day > last:
             raise AssetlakeError(
-                f"every day of the demo's payment feed ({first} to {last}) has landed in {LANDING_TABLE}. "
+                f"every day of the demo's orders ({first} to {last}) has landed in {LANDING_TABLE}. "
                 f"To start over, delete {lake.table_path(LANDING_TABLE)} and run `assetlake demo land --seed`."
             )
     if not first <= day <= last:
-        raise AssetlakeError(f"{day} is outside the demo's payment feed. Pick a day from {first} to {last}.")
+        raise AssetlakeError(f"{day} has no demo orders. Pick a day from {first} to {last}.")
     if day in landed:
         raise AssetlakeError(
             f"{day} has already landed in {LANDING_TABLE}; landing it again would duplicate its payments. "

@@ -1,5 +1,5 @@
 -- materialize delta://analytics/payment_reconciliation
--- partitioned daily start=2024-03-01 end=2024-04-01 batch=31
+-- partitioned daily start=2024-01-01 end=2024-04-01 batch=91
 -- automation eager
 -- data_test not_null day
 -- group payments

@@ -1,12 +1,12 @@
 -- materialize delta://staging/payments
--- partitioned daily start=2024-03-01 end=2024-04-01 batch=31
+-- partitioned daily start=2024-01-01 end=2024-04-01 batch=91
 -- on delta://landing/payments
 -- data_test unique payment_id
 -- data_test not_null order_id
 -- group payments
 -- owner team:finance
 -- tags layer=staging
--- description Payments as the provider landed them (its feed started in March 2024), one partition per payment day.
+-- description Payments as the provider landed them, one partition per payment day.
 
 -- landing/payments is external (no file here writes it): the watch sensor observes its Delta
 -- log and requests this asset for exactly the days a new commit touched.
