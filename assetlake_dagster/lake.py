@@ -102,7 +102,7 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
         if _registered.get(session_key) == path:
             return
         ensure_schema(spark, lake, uri.schema)
-        if spark.catalog.tableExists(uri.sql_name):
+        if _table_exists(spark, uri):
             if _same_location(_location(spark, uri), path):
                 _registered[session_key] = path
                 return
@@ -147,6 +147,22 @@ def is_history_table(spark: SparkSession, uri: TableUri) -> bool:
     """Whether the registered table carries the SCD2 columns (only history writes them)."""
     columns = {c.lower() for c in spark.table(uri.sql_name).columns}
     return set(HISTORY_COLUMNS) <= columns
+
+
+def _table_exists(spark: SparkSession, uri: TableUri) -> bool:
+    """Whether the catalog knows ``uri``'s name; a name whose files are gone is forgotten.
+
+    A name left pointing at a deleted or moved lake (the catalog outlives a lake root in a
+    long-lived session) makes Delta fail every lookup of it; there is no data left to lose,
+    so the name is dropped and registered again at the lake's path.
+    """
+    try:
+        return spark.catalog.tableExists(uri.sql_name)
+    except Exception as exc:
+        if "DELTA_PATH_DOES_NOT_EXIST" not in str(exc):
+            raise
+    spark.sql(f"DROP TABLE IF EXISTS {quote_identifier(uri.schema)}.{quote_identifier(uri.table)}")
+    return False
 
 
 def _location(spark: SparkSession, uri: TableUri) -> str:

@@ -1,0 +1,34 @@
+"""Layer 4: the session catalog follows the lake: a name whose table moved to another lake
+root, or whose files were deleted, is re-pointed, never an error and never a data loss."""
+
+import shutil
+
+from assetlake_dagster.lake import Lake, register_table
+from assetlake_dagster.spec import TableUri
+
+URI = TableUri("reg", "t")
+
+
+def _write(spark, lake, value):
+    spark.createDataFrame([(value,)], "x INT").write.format("delta").mode("overwrite").save(lake.table_path(URI))
+
+
+def test_a_name_left_pointing_at_a_deleted_lake_is_re_pointed(spark, tmp_path):
+    old, new = Lake(str(tmp_path / "old")), Lake(str(tmp_path / "new"))
+    _write(spark, old, 1)
+    register_table(spark, old, URI)
+    assert spark.table(URI.sql_name).first().x == 1
+    shutil.rmtree(tmp_path / "old")  # the user removed the lake; the session still knows the name
+    _write(spark, new, 2)
+    register_table(spark, new, URI)
+    assert spark.table(URI.sql_name).first().x == 2
+
+
+def test_a_name_pointing_at_another_live_lake_is_re_pointed_and_its_data_kept(spark, tmp_path):
+    first, second = Lake(str(tmp_path / "a")), Lake(str(tmp_path / "b"))
+    _write(spark, first, 1)
+    register_table(spark, first, URI)
+    _write(spark, second, 2)
+    register_table(spark, second, URI)
+    assert spark.table(URI.sql_name).first().x == 2
+    assert spark.read.format("delta").load(first.table_path(URI)).first().x == 1
