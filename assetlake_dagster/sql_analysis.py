@@ -43,7 +43,6 @@ PATH_FORMATS = frozenset({"delta", "parquet", "orc", "json", "csv", "text", "avr
 _MANAGED_HINT = "Refer to managed tables as 'schema.table'."
 #: ``{partition}`` and friends, optionally wrapped in single quotes (Windmill's form).
 PARTITION_PLACEHOLDERS = ("partition", "partition_start", "partition_end")
-_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER_RE = re.compile(r"'\{(partition(?:_start|_end)?)\}'|\{(partition(?:_start|_end)?)\}")
 
 
@@ -206,6 +205,7 @@ class _Analyzer:
         """
         names = [f"{{{name}}}" for name in PARTITION_PLACEHOLDERS]
         literal = "A literal brace belongs in a string, e.g. concat('{', 'x', '}')."
+        flagged = set()
         for index in range(1, len(tokens) - 1):
             open_, word, close = tokens[index - 1], tokens[index], tokens[index + 1]
             if not (
@@ -213,7 +213,7 @@ class _Analyzer:
                 and close.token_type is TokenType.R_BRACE
                 and open_.end + 1 == word.start
                 and word.end + 1 == close.start
-                and _IDENTIFIER_RE.fullmatch(word.text)
+                and re.fullmatch(r"\w+", word.text)
             ):
                 continue
             if index >= 2 and tokens[index - 2].token_type is TokenType.PARAMETER and tokens[index - 2].end + 1 == open_.start:
@@ -221,6 +221,14 @@ class _Analyzer:
             text = "{" + word.text + "}"
             hint = did_you_mean(text, names).strip() or f"Placeholders are {', '.join(names)}."
             self.error(open_.start, f"'{text}' is not a partition placeholder.", f"{hint} {literal}", span=len(text))
+            flagged.add(open_.start)
+        for index, token in enumerate(tokens):
+            # Spark SQL has no brace outside a string but ${var}: any other one fails when the run parses it.
+            if token.token_type is TokenType.L_BRACE and token.start not in flagged and not (
+                index >= 1 and tokens[index - 1].token_type is TokenType.PARAMETER and tokens[index - 1].end + 1 == token.start
+            ):
+                self.error(token.start, "'{' is not Spark SQL outside a string literal.", f"Placeholders are {', '.join(names)}. {literal}")
+                break
         for token in tokens:
             if token.token_type is TokenType.STRING and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", token.text):
                 if token.text in names:

@@ -220,6 +220,20 @@ CASES = [
         ],
         id="misspelt-placeholders",
     ),
+    pytest.param(
+        # Found by the fuzzer's runs: these loaded, then Spark failed to parse them at run time.
+        {
+            "a.sql": "-- materialize delta://m/a\n\nSELECT {pa\u0c1ftition} AS tenant\n",
+            "b.sql": "-- materialize delta://m/b\n\nSELECT 1 AS id, {} AS m, ${v} AS v\n",
+        },
+        [
+            "a.sql:3:8: '{pa\u0c1ftition}' is not a partition placeholder. Did you mean '{partition}'? "
+            "A literal brace belongs in a string, e.g. concat('{', 'x', '}').",
+            "b.sql:3:17: '{' is not Spark SQL outside a string literal. Placeholders are {partition}, {partition_start}, "
+            "{partition_end}. A literal brace belongs in a string, e.g. concat('{', 'x', '}').",
+        ],
+        id="braces-spark-cannot-parse",
+    ),
 ]
 
 
