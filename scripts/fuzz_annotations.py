@@ -14,17 +14,23 @@ location's path), with each partitions definition's first and last window and th
 mapping of its first and last partitions to the upstream's, so that what validate
 accepts does not crash later (``--no-build`` skips this).
 
+With ``--run N``, the first N clean loads are also *run*: ``up.sql``'s first partition,
+then ``f.sql``'s, materialized on a real local Spark + Delta (in-process), each in a lake
+of its own. A run may succeed or fail with a data error (Spark refusing the SQL or the
+data, or the product's own message: an audit, a key violation, a missing argument);
+any other exception is a crash, and over ``--run-timeout-s`` a hang: both are findings.
+
 Inputs, mixed: grammar-aware headers (well-formed annotation lines with edge-case
 values, or keywords, options and hostile text: non-ASCII digits, control characters,
 quotes, braces) over a few SQL bodies; character-level mutations of the demo's and the
 tests' files; and, for 15% of them, byte-level edits (bit flips, invalid UTF-8, a BOM,
 CR/NEL/LS line ends). Usage::
 
-    python scripts/fuzz_annotations.py --files 3000 --seed 1 --timeout-s 10
+    python scripts/fuzz_annotations.py --files 3000 --seed 1 --timeout-s 10 [--run 200]
 
 Prints ``fuzz: N files, L loaded, E located errors, T tracebacks, H hangs (seed S, X s)``
-and exits 1 when any traceback or hang was found, after saving the offending inputs
-(with the traceback) to a folder it names.
+(and, with ``--run``, what the runs gave) and exits 1 when any traceback, crash or hang
+was found, after saving the offending inputs (with the traceback) to a folder it names.
 """
 
 from __future__ import annotations
@@ -282,6 +288,109 @@ def _build(folder: str) -> None:
                     )
 
 
+#: What a run may fail with: the user's SQL or data is wrong (Spark says so), or the
+#: product refused with a message of its own (a ``dagster.Failure``: audit, key, config).
+RUN_DATA_ERRORS = {"Failure", "AssetlakeError", "ProjectError", "ConfigError", "WriteError", "KeyViolationError"}
+#: Dagster's wrappers around the exception a step raised: looked through, not judged.
+RUN_WRAPPERS = {"DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError"}
+
+
+def _spark_error_names() -> set[str]:
+    """The exceptions PySpark raises for an error reported by Spark itself (bad SQL, bad data)."""
+    from pyspark.errors.exceptions import captured
+
+    found, todo = set(), [captured.CapturedException]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def _failure_kind(error, spark_errors: set[str]) -> tuple[str, str]:
+    """('data error' | 'crash', text) for a step's SerializableErrorInfo."""
+    chain, seen = [], error
+    while seen is not None:
+        chain.append(seen)
+        seen = seen.cause or seen.context
+    judged = ([e for e in chain if e.cls_name not in RUN_WRAPPERS] or chain)[0]
+    text = f"{judged.cls_name}: {judged.message.strip()}\n\n" + "".join(e.to_string() for e in chain)
+    if judged.cls_name in RUN_DATA_ERRORS or judged.cls_name in spark_errors:
+        return "data error", text
+    return "crash", text
+
+
+def _first_key(instance, partitions) -> tuple[bool, str | None]:
+    """(runnable, key): the first partition of ``partitions`` (a dynamic one gets ``k``)."""
+    import dagster as dg
+
+    if partitions is None:
+        return True, None
+    if isinstance(partitions, dg.DynamicPartitionsDefinition):
+        instance.add_dynamic_partitions(partitions.name, ["k"])
+        return True, "k"
+    key = partitions.get_first_partition_key()
+    return key is not None, key
+
+
+def materialize(folder: str, lake_root: str, timeout_s: float) -> tuple[str, str]:
+    """Run ``f.sql``'s asset on Spark after ``up.sql``'s first partition: (outcome, detail).
+
+    Outcomes: ``ran`` (a new table version or a clean no-op), ``data error`` (Spark or the
+    product refused the SQL or the data, with a message), ``crash`` (any other exception:
+    a finding), ``hang`` (over ``timeout_s``), ``no partition`` (none to run yet).
+    """
+    import dagster as dg
+
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.dagster_internals import implicit_asset_job
+    from assetlake_dagster.project import load_project
+    from assetlake_dagster.translator import AssetlakeTranslator
+
+    spark_errors = _spark_error_names()
+    specs = {os.path.basename(s.path): s for s in load_project(folder, load_python_files=False).assets}
+    produced = {spec.uri for spec in specs.values()}
+    outside = [str(u.uri) for spec in specs.values() for u in spec.upstreams if u.uri not in produced]
+    if outside:  # no rows to read: the run would stop at "materialize them first"
+        return "skipped", f"reads {', '.join(outside)}, which the folder does not produce"
+    defs = build_definitions(folder, lake_root=lake_root, load_python_files=False)
+    graph = defs.resolve_asset_graph()
+    instance = dg.DagsterInstance.ephemeral()
+    quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    outcome, detail = "ran", ""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        for name in ("up.sql", "f.sql"):
+            if name not in specs:
+                continue
+            key = AssetlakeTranslator().get_asset_key(specs[name])
+            runnable, partition = _first_key(instance, graph.get(key).partitions_def)
+            if not runnable:
+                outcome, detail = ("no partition", "") if name == "f.sql" else (outcome, detail)
+                continue
+            try:
+                result = implicit_asset_job(defs, [key]).execute_in_process(
+                    instance=instance, asset_selection=[key], partition_key=partition,
+                    run_config=quiet, raise_on_error=False,
+                )
+            except dg.DagsterInvalidConfigError as err:  # a required argument: Dagster names it
+                outcome, detail = "data error", str(err)
+                break
+            failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+            if failures:
+                outcome, detail = _failure_kind(failures[0].step_failure_data.error, spark_errors)
+                break
+    except Hang:
+        outcome, detail = "hang", f"the run took more than {timeout_s} s"
+    except Exception:  # noqa: BLE001 - every other exception is a finding
+        outcome, detail = "crash", traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return outcome, detail
+
+
 def classify(folder: str, text: bytes, timeout_s: float, build: bool = True, upstream: str = "daily") -> tuple[str, str]:
     """Write ``text`` as ``<folder>/f.sql`` beside an ``up.sql`` partitioned ``upstream``, load it; (outcome, detail)."""
     from assetlake_dagster.errors import ProjectError
@@ -315,9 +424,19 @@ def classify(folder: str, text: bytes, timeout_s: float, build: bool = True, ups
 
 
 def run(
-    files: int, seed: int, timeout_s: float, out_dir: str | None = None, quiet: bool = False, build: bool = True
+    files: int,
+    seed: int,
+    timeout_s: float,
+    out_dir: str | None = None,
+    quiet: bool = False,
+    build: bool = True,
+    runs: int = 0,
+    run_timeout_s: float = 300.0,
 ) -> dict:
+    """Load ``files`` inputs; run the first ``runs`` clean loads on Spark. Returns the counts."""
     counts = {"loaded": 0, "located": 0, "traceback": 0, "hang": 0}
+    ran = {"ran": 0, "data error": 0, "no partition": 0, "crash": 0, "hang": 0}
+    skipped = 0
     findings: list[tuple[int, str, bytes, str]] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="assetlake-fuzz-") as work:
@@ -330,9 +449,25 @@ def run(
             counts[outcome] += 1
             if outcome in ("traceback", "hang"):
                 findings.append((index, outcome, text, f"beside up.sql:\n{UPSTREAM.format(kind=upstream)}\n{detail}"))
+            if outcome == "loaded" and sum(ran.values()) < runs:
+                # What validate accepts runs to a data error at worst.
+                lake = os.path.join(work, f"lake-{index}")
+                outcome, detail = materialize(folder, lake, run_timeout_s)
+                shutil.rmtree(lake, ignore_errors=True)
+                if outcome == "skipped":
+                    skipped += 1
+                    continue
+                ran[outcome] += 1
+                if not quiet:
+                    reason = " ".join(detail.split("\n\n")[0].split())[:240] if detail else ""
+                    print(f"fuzz: run {sum(ran.values())}/{runs} (input {index}): {outcome} {reason}".rstrip(), flush=True)
+                if outcome in ("crash", "hang"):
+                    findings.append((index, f"run-{outcome}", text, f"beside up.sql:\n{UPSTREAM.format(kind=upstream)}\n{detail}"))
     seconds = time.monotonic() - started
     counts["seconds"] = seconds
     counts["findings"] = findings
+    counts["runs"] = ran
+    counts["run_skipped"] = skipped
     if findings:
         out = out_dir or tempfile.mkdtemp(prefix=f"assetlake-fuzz-findings-{seed}-")
         os.makedirs(out, exist_ok=True)
@@ -347,6 +482,12 @@ def run(
             f"fuzz: {files} files, {counts['loaded']} loaded, {counts['located']} located errors, "
             f"{counts['traceback']} tracebacks, {counts['hang']} hangs (seed {seed}, {seconds:.0f} s)"
         )
+        if runs:
+            print(
+                f"fuzz: {sum(ran.values())} loaded folders run on Spark: {ran['ran']} ran, {ran['data error']} data errors, "
+                f"{ran['no partition']} with no partition yet, {ran['crash']} crashes, {ran['hang']} hangs "
+                f"({skipped} more not run: they read tables the folder does not produce)"
+            )
         if findings:
             print(f"fuzz: the offending inputs and their tracebacks are in {counts['out']}", file=sys.stderr)
     return counts
@@ -358,10 +499,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="random seed: the same seed gives the same files")
     parser.add_argument("--timeout-s", type=float, default=10.0, help="per-file load budget in seconds (default 10)")
     parser.add_argument("--no-build", action="store_true", help="skip building Dagster definitions of clean loads")
+    parser.add_argument("--run", type=int, default=0, metavar="N", help="also materialize the first N clean loads on Spark (default 0)")
+    parser.add_argument("--run-timeout-s", type=float, default=300.0, help="per-folder run budget in seconds (default 300)")
     parser.add_argument("--out", help="folder for the offending inputs (default: a new temporary folder)")
     args = parser.parse_args(argv)
-    counts = run(args.files, args.seed, args.timeout_s, args.out, build=not args.no_build)
-    return 1 if counts["traceback"] or counts["hang"] else 0
+    if args.run:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("ASSETLAKE_SPARK_MODE", "local")  # one in-process Spark session for every run
+    counts = run(args.files, args.seed, args.timeout_s, args.out, build=not args.no_build, runs=args.run, run_timeout_s=args.run_timeout_s)
+    return 1 if counts["findings"] else 0
 
 
 if __name__ == "__main__":

@@ -27,3 +27,25 @@ def test_the_inputs_are_reproducible_from_the_seed():
     fuzzer = _fuzzer()
     assert list(fuzzer.inputs(7, 30)) == list(fuzzer.inputs(7, 30))
     assert list(fuzzer.inputs(7, 30)) != list(fuzzer.inputs(8, 30))
+
+
+class _Error:
+    """The fields of Dagster's SerializableErrorInfo that the fuzzer's run judge reads."""
+
+    def __init__(self, cls_name, message="m", cause=None):
+        self.cls_name, self.message, self.cause, self.context = cls_name, message, cause, None
+
+    def to_string(self):
+        return f"{self.cls_name}: {self.message}\n"
+
+
+def test_a_run_failure_is_a_data_error_only_when_spark_or_the_product_refused():
+    judge = _fuzzer()._failure_kind
+    spark_errors = {"AnalysisException", "ParseException"}
+    wrapped = lambda inner: _Error("DagsterExecutionStepExecutionError", cause=inner)  # noqa: E731
+    assert judge(wrapped(_Error("AnalysisException")), spark_errors)[0] == "data error"
+    assert judge(wrapped(_Error("WriteError")), spark_errors)[0] == "data error"
+    assert judge(_Error("Failure"), spark_errors)[0] == "data error"
+    assert judge(wrapped(_Error("KeyError", "'x'")), spark_errors) == ("crash", "KeyError: 'x'\n\nDagsterExecutionStepExecutionError: m\nKeyError: 'x'\n")
+    # A Python error that Spark's error was raised from is still ours: the first one judged counts.
+    assert judge(wrapped(_Error("TypeError", cause=_Error("AnalysisException"))), spark_errors)[0] == "crash"

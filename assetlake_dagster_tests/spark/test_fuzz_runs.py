@@ -1,0 +1,25 @@
+"""Layer 4, CI guard for ``scripts/fuzz_annotations.py --run``: what validate accepts runs
+on real Spark + Delta to a data error at worst (never a crash, never a hang).
+
+The full run (hundreds of folders) is the script itself; see its docstring.
+"""
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz_annotations.py"
+
+
+def _fuzzer():
+    spec = importlib.util.spec_from_file_location("fuzz_annotations", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_folders_that_load_run_to_a_data_error_at_worst(spark, tmp_path):
+    counts = _fuzzer().run(420, seed=15, timeout_s=10, out_dir=str(tmp_path / "findings"), quiet=True, runs=12, run_timeout_s=120)
+    assert [(f[0], f[1], f[3][-2000:]) for f in counts["findings"]] == []
+    runs = counts["runs"]
+    assert sum(runs.values()) == 12
+    assert runs["ran"] > 0 and runs["data error"] > 0  # both outcomes exercised
