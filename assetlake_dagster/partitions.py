@@ -15,8 +15,12 @@ from typing import Any, Optional
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from assetlake_dagster.dagster_internals import time_window_of
+from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.writes.slices import describe_slice
 from assetlake_dagster.spec import PARTITION_COLUMN, PartitionKind, PartitionSpec, UpstreamSpec, parse_partition_datetime
 
 _TIME_WINDOW_CLASSES = {
@@ -106,6 +110,67 @@ class PartitionSlice:
 def with_partition_key(spark: SparkSession, rows: DataFrame, key: str) -> DataFrame:
     """``rows`` plus the managed ``_partition`` column set to ``key`` (bound, not spliced)."""
     return spark.sql(f"SELECT *, :partition AS {PARTITION_COLUMN} FROM {{rows}}", args={"partition": key}, rows=rows)
+
+
+#: Each time-window kind's partition key of a row, from its local time ``t`` (a timestamp
+#: in the partitions' zone) or day ``d``: the key format of Dagster's time windows.
+_EVENT_TIME_KEYS = {
+    PartitionKind.HOURLY: lambda t, d: F.date_format(F.date_trunc("hour", t), "yyyy-MM-dd-HH:mm"),
+    PartitionKind.DAILY: lambda t, d: F.date_format(d, "yyyy-MM-dd"),
+    # Dagster's weeks start on Sunday (dayofweek: Sunday is 1).
+    PartitionKind.WEEKLY: lambda t, d: F.date_format(F.date_sub(d, F.dayofweek(d) - 1), "yyyy-MM-dd"),
+    PartitionKind.MONTHLY: lambda t, d: F.date_format(F.trunc(d, "MM"), "yyyy-MM-dd"),
+}
+
+
+def event_time_range(slices: Sequence["PartitionSlice"]) -> dict[str, dt.datetime]:
+    """The ``:partition_start`` and ``:partition_end`` of a run's whole range of windows."""
+    return {"partition_start": min(s.start for s in slices), "partition_end": max(s.end for s in slices)}
+
+
+def with_event_time_partitions(
+    spark: SparkSession, rows: DataFrame, partitions: PartitionSpec, keys: Sequence[str], where: str
+) -> DataFrame:
+    """``rows`` plus ``_partition``, the window of ``partitions`` that each row's
+    ``event_time`` column falls in; a row outside the run's ``keys`` fails the write.
+
+    A TIMESTAMP is placed in the partitions' time zone, a DATE (or a TIMESTAMP_NTZ) is
+    taken as that zone's local day (or time). ``where`` (``file:line``) starts the errors.
+
+    Example:
+        >>> spec = PartitionSpec(PartitionKind.DAILY, start="2024-01-01", event_time="paid_at")
+        >>> rows = spark.sql("SELECT TIMESTAMP'2024-01-02 23:30:00' AS paid_at")  # doctest: +SKIP
+        >>> with_event_time_partitions(spark, rows, spec, ["2024-01-02"], "f.sql:5").first()._partition  # doctest: +SKIP
+        '2024-01-02'
+    """
+    column = partitions.event_time
+    field = next((f for f in rows.schema.fields if f.name.lower() == column.lower()), None)
+    if field is None:
+        raise ConfigError(f"{where}: the event_time column '{column}' is not among the SELECT's columns. Project it.")
+    value = rows[field.name]
+    zone = partitions.timezone or "UTC"
+    if isinstance(field.dataType, T.TimestampType):
+        # A TIMESTAMP is an instant: its wall time in the partitions' zone, whatever the session's zone.
+        session_zone = spark.conf.get("spark.sql.session.timeZone")
+        local = F.from_utc_timestamp(F.to_utc_timestamp(value, session_zone), zone)
+    elif isinstance(field.dataType, T.TimestampNTZType):
+        local = value
+    elif isinstance(field.dataType, T.DateType) and partitions.kind is not PartitionKind.HOURLY:
+        local = value.cast("timestamp_ntz")
+    else:
+        needed = "TIMESTAMP" if partitions.kind is PartitionKind.HOURLY else "DATE or TIMESTAMP"
+        raise ConfigError(
+            f"{where}: the event_time column '{column}' is {field.dataType.simpleString().upper()}; "
+            f"{partitions.kind.value} partitions need a {needed}. Cast it in the SELECT."
+        )
+    key = _EVENT_TIME_KEYS[partitions.kind](local, F.to_date(local))
+    outside = F.concat(
+        F.lit(f"{where}: a row's {column} ("),
+        F.coalesce(value.cast("string"), F.lit("NULL")),
+        F.lit(f") is outside this run's partitions ({describe_slice(keys)}). Filter the SELECT on "
+              "{partition_start} and {partition_end}; nothing was written."),
+    )
+    return rows.withColumn(PARTITION_COLUMN, F.when(key.isin(list(keys)), key).otherwise(F.raise_error(outside)))
 
 
 def run_slices(context: dg.AssetExecutionContext) -> list[PartitionSlice]:

@@ -387,6 +387,17 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                     hint or f"The SELECT projects: {', '.join(names)}.",
                     len(column),
                 )
+    event_time = header.partitions.event_time if header.partitions else None
+    if event_time and event_time.lower() not in seen:
+        hint = did_you_mean(event_time, names).strip()
+        location = header.partitions.location
+        offset = src.line(location.line).find("event_time=")
+        error(
+            src.location(location.line, offset + 1 + len("event_time=")) if offset >= 0 else location,
+            f"event_time column '{event_time}' is not among the SELECT's columns.",
+            hint or f"The SELECT projects: {', '.join(names)}.",
+            len(event_time),
+        )
     for kind, columns in (("key", header.key_columns), ("track", header.track_columns)):
         for column in columns:
             if column.text.lower() not in seen:
@@ -416,6 +427,13 @@ def _check_partition_marker(header: Header, marker: ColumnRef, error: Callable[.
             marker.location,
             f"'{placeholder}' needs time-window partitions, not {header.partitions.kind.value}.",
             "Use '{partition}' (the key), or partition by hourly/daily/weekly/monthly.",
+            marker.span,
+        )
+    elif marker.name == "partition" and header.partitions.event_time:
+        error(
+            marker.location,
+            f"'{placeholder}' names one partition, but with event_time= a run of several partitions is one query.",
+            "Filter on the range instead, e.g. 'WHERE t >= {partition_start} AND t < {partition_end}'.",
             marker.span,
         )
 

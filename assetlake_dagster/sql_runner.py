@@ -14,7 +14,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import AssetlakeError, display_path
-from assetlake_dagster.partitions import PartitionSlice, with_partition_key
+from assetlake_dagster.partitions import PartitionSlice, event_time_range, with_event_time_partitions, with_partition_key
 from assetlake_dagster.lake import Lake, is_history_table, register_current_view, register_table
 from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import (
@@ -95,8 +95,14 @@ def run_sql_slices(
 
     One partition: its rows (the IO manager adds ``_partition``). A backfill batch: each
     partition's rows with ``_partition`` set to its key, as one union, so the batch is
-    one Spark job and one Delta commit.
+    one Spark job and one Delta commit. With ``event_time=``: one SELECT over the whole
+    range, ``_partition`` computed from that column (one scan, however many partitions).
     """
+    if spec.partitions is not None and spec.partitions.event_time:
+        # One query over the run's whole range; each row's partition from its event time.
+        rows = run_sql_file(spark, spec, {**args, **event_time_range(slices)})
+        where = f"{display_path(spec.path)}:{spec.partitions.location.line if spec.partitions.location else 1}"
+        return with_event_time_partitions(spark, rows, spec.partitions, [s.key for s in slices], where)
     if len(slices) == 1:
         return run_sql_file(spark, spec, {**args, **slices[0].bindings()})
     # Each partition re-runs the setup statements, so a temp view they create is

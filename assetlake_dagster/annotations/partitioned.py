@@ -1,6 +1,6 @@
 """``-- partitioned daily|hourly|weekly|monthly|static|dynamic …``: how the table is sliced.
 
-Time windows take ``start=`` (and ``end=``, ``tz=``); static partitions list their keys;
+Time windows take ``start=`` (and ``end=``, ``tz=``, ``event_time=``); static partitions list their keys;
 dynamic ones name their Dagster set. Any kind may end in ``batch=<n>``: how many partitions
 one backfill run writes in one commit.
 """
@@ -22,11 +22,11 @@ from assetlake_dagster.spec import (
 )
 
 PARTITIONED_FORM = (
-    "-- partitioned daily|hourly|weekly|monthly start=<YYYY-MM-DD> [end=…] [tz=…] [batch=<n>], "
+    "-- partitioned daily|hourly|weekly|monthly start=<YYYY-MM-DD> [end=…] [tz=…] [event_time=<column>] [batch=<n>], "
     "'-- partitioned static a,b,c' or '-- partitioned dynamic <name>'"
 )
 #: Options of each kind of ``-- partitioned`` line.
-TIME_WINDOW_OPTIONS = ("start=", "end=", "tz=", "batch=")
+TIME_WINDOW_OPTIONS = ("start=", "end=", "tz=", "event_time=", "batch=")
 #: Time windows start and end within these years: year 1 or 9999 in a zone overflows
 #: Python's datetime when Dagster computes the neighbouring windows.
 MIN_PARTITION_DATE = dt.datetime(1900, 1, 1)
@@ -65,6 +65,14 @@ def parse_partitioned(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         if parsed is None:
             return
         batch = parsed
+    misplaced = next((w for w in words if w.text.startswith("event_time=")), None)
+    if misplaced is not None and not kind.is_time_window:
+        draft.error(
+            misplaced,
+            f"event_time= needs time-window partitions, not {kind.value}.",
+            "A static or dynamic key is not a time; remove event_time=.",
+        )
+        return
     if kind is PartitionKind.STATIC:
         values = _static_values(draft, kind_word, raw, words)
         if values:
@@ -179,6 +187,22 @@ def _time_window(
     if end is not None and end <= start:
         draft.error(options["end="], "end= must be after start=.", "end= is exclusive: the first instant not covered.")
         return
+    event_time = options.get("event_time=")
+    if event_time is not None and not is_identifier(event_time.text[len("event_time=") :]):
+        draft.error(
+            event_time,
+            f"event_time= must name one output column, got '{event_time.text[len('event_time='):]}'.",
+            "Write e.g. 'event_time=ordered_at': a DATE or TIMESTAMP column of the SELECT.",
+        )
+        return
+    if event_time is not None and kind is PartitionKind.HOURLY and tz not in (None, "UTC"):
+        draft.error(
+            event_time,
+            f"event_time= with hourly partitions needs tz=UTC, not '{tz}'.",
+            "Dagster names the hours of a daylight-saving change apart ('01:00-0500'); keep hourly "
+            "windows in UTC, or drop event_time= (one query per partition).",
+        )
+        return
     if not _dagster_accepts(draft, keyword, kind, start, end, tz, options):
         return
     draft.partitions = PartitionSpec(
@@ -187,6 +211,7 @@ def _time_window(
         end=options["end="].text[len("end=") :] if end is not None else None,
         timezone=tz,
         batch_size=batch,
+        event_time=event_time.text[len("event_time=") :] if event_time is not None else None,
         location=location,
     )
 

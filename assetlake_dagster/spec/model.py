@@ -204,6 +204,11 @@ class PartitionSpec:
         values: static: the partition keys, in order.
         name: dynamic: the name of the Dagster dynamic partitions set.
         batch_size: how many partitions one backfill run writes, in one Delta commit.
+        event_time: time windows: the output column (DATE or TIMESTAMP) that places each
+            row in its partition. With it a run of several partitions is one query over
+            ``{partition_start}``..``{partition_end}`` of the whole range, each row's
+            ``_partition`` computed from this column (dbt microbatch's ``event_time``);
+            without it, one query per partition, unioned.
     """
 
     kind: PartitionKind
@@ -213,6 +218,7 @@ class PartitionSpec:
     values: tuple[str, ...] = ()
     name: Optional[str] = None
     batch_size: int = DEFAULT_BACKFILL_BATCH
+    event_time: Optional[str] = None
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
 

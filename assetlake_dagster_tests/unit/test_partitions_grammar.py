@@ -44,6 +44,11 @@ def _errors(text):
             "-- partitioned weekly start=2024-01-01", PartitionSpec(PartitionKind.WEEKLY, start="2024-01-01"), id="weekly"
         ),
         pytest.param(
+            "-- partitioned daily start=2024-01-01 tz=Europe/Berlin event_time=paid_at batch=31",
+            PartitionSpec(PartitionKind.DAILY, start="2024-01-01", timezone="Europe/Berlin", batch_size=31, event_time="paid_at"),
+            id="daily-event-time",
+        ),
+        pytest.param(
             "-- partitioned monthly start=2024-01-01 end=2025-01-01",
             PartitionSpec(PartitionKind.MONTHLY, start="2024-01-01", end="2025-01-01"),
             id="monthly",

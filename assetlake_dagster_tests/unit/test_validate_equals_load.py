@@ -234,6 +234,26 @@ CASES = [
         ],
         id="braces-spark-cannot-parse",
     ),
+    pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- partitioned daily start=2024-01-01 event_time=orderd_at batch=10\n\n"
+            "SELECT 1 AS id, current_timestamp() AS ordered_at FROM raw.x WHERE d = {partition}\n",
+            "b.sql": "-- materialize delta://m/b\n-- partitioned static a,b event_time=t\n\nSELECT 1 AS id\n",
+            "c.sql": "-- materialize delta://m/c\n-- partitioned hourly start=2024-01-01 tz=Europe/Berlin event_time=t\n\nSELECT 1 AS id\n",
+            "d.sql": "-- materialize delta://m/d\n-- partitioned daily start=2024-01-01 event_time=t-1\n\nSELECT 1 AS id\n",
+        },
+        [
+            "a.sql:2:50: event_time column 'orderd_at' is not among the SELECT's columns. Did you mean 'ordered_at'?",
+            "a.sql:4:72: '{partition}' names one partition, but with event_time= a run of several partitions is one "
+            "query. Filter on the range instead, e.g. 'WHERE t >= {partition_start} AND t < {partition_end}'.",
+            "b.sql:2:27: event_time= needs time-window partitions, not static. A static or dynamic key is not a time; remove event_time=.",
+            "c.sql:2:57: event_time= with hourly partitions needs tz=UTC, not 'Europe/Berlin'. Dagster names the hours of "
+            "a daylight-saving change apart ('01:00-0500'); keep hourly windows in UTC, or drop event_time= (one query per partition).",
+            "d.sql:2:39: event_time= must name one output column, got 't-1'. Write e.g. 'event_time=ordered_at': a DATE "
+            "or TIMESTAMP column of the SELECT.",
+        ],
+        id="event-time",
+    ),
 ]
 
 

@@ -1,13 +1,14 @@
 -- materialize delta://staging/orders
--- partitioned daily start=2024-01-01 end=2024-04-01 batch=91
+-- partitioned daily start=2024-01-01 end=2024-04-01 event_time=ordered_at batch=91
 -- $min_amount (float) = 0
 -- group sales
 -- owner team:data-eng
 -- tags layer=staging
 -- description Orders with a valid amount, one row per order; one partition per order day.
 
--- batch=91: a backfill of the whole quarter is one run and one Delta commit (every Dagster
--- run starts its own Spark JVM). `assetlake backfill --batch N` splits a range differently.
+-- batch=91: a backfill of the whole quarter is one run and one Delta commit; event_time=ordered_at
+-- makes that run one query over the range, each row's partition its order day. `assetlake
+-- backfill --batch N` splits a range differently.
 SELECT order_id, customer_id, CAST(amount AS DECIMAL(10, 2)) AS amount, status, ordered_at,
        CAST(ordered_at AS DATE) AS order_date
 FROM raw.orders
