@@ -18,9 +18,15 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # into a Spark Connect client (which would change `pyspark.sql.functions` for all tests).
 # Subprocesses use the warm engine instead (helpers.cli_env).
 os.environ["ASSETLAKE_SPARK_MODE"] = "local"
-# One warm engine for the whole suite, whatever lake root each test uses; stopped at the end.
+# One warm engine per test process (each pytest-xdist worker), whatever lake root each test
+# uses; stopped at the end. Not one for all workers: an engine's catalog names are global,
+# and two workers' tests re-pointing the same name (staging.orders) at their own lakes at
+# once would race. A folder the caller chose in $ASSETLAKE_ENGINE_DIR is used as is.
 _SUITE_ENGINE_PREFIX = "assetlake-test-engine-"
-os.environ.setdefault("ASSETLAKE_ENGINE_DIR", tempfile.mkdtemp(prefix=_SUITE_ENGINE_PREFIX))
+_chosen = os.environ.get("ASSETLAKE_ENGINE_DIR")
+if _chosen is None or os.path.basename(_chosen).startswith(_SUITE_ENGINE_PREFIX):
+    # None yet, or the controller's (a worker inherits its environment): one of our own.
+    os.environ["ASSETLAKE_ENGINE_DIR"] = tempfile.mkdtemp(prefix=_SUITE_ENGINE_PREFIX)
 os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
 
 
@@ -45,10 +51,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Stop the suite's warm engine once, at the very end: in the controller process when
-    pytest-xdist runs workers (they all share the engine), else in this process."""
-    if hasattr(session.config, "workerinput"):
-        return  # an xdist worker: the other workers may still use the engine
+    """Stop this process's warm engine at its end (each xdist worker has its own)."""
     from assetlake_dagster.engine import WarmEngine
 
     state_dir = os.environ["ASSETLAKE_ENGINE_DIR"]
