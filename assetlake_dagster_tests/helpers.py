@@ -1,5 +1,6 @@
 """Helpers shared by the test modules (imported from here, never from another test module)."""
 
+import importlib.util
 import json
 import os
 import socket
@@ -102,3 +103,11 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def load_fuzzer():
+    """``scripts/fuzz_annotations.py`` as a module (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location("fuzz_annotations", os.path.join(REPO, "scripts", "fuzz_annotations.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -4,21 +4,11 @@ on real Spark + Delta to a data error at worst (never a crash, never a hang).
 The full run (hundreds of folders) is the script itself; see its docstring.
 """
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz_annotations.py"
-
-
-def _fuzzer():
-    spec = importlib.util.spec_from_file_location("fuzz_annotations", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from assetlake_dagster_tests.helpers import load_fuzzer
 
 
 def test_folders_that_load_run_to_a_data_error_at_worst(spark, tmp_path):
-    counts = _fuzzer().run(420, seed=15, timeout_s=10, out_dir=str(tmp_path / "findings"), quiet=True, runs=12, run_timeout_s=120)
+    counts = load_fuzzer().run(420, seed=15, timeout_s=10, out_dir=str(tmp_path / "findings"), quiet=True, runs=12, run_timeout_s=120)
     assert [(f[0], f[1], f[3][-2000:]) for f in counts["findings"]] == []
     runs = counts["runs"]
     assert sum(runs.values()) == 12
