@@ -8,6 +8,7 @@ import dagster as dg
 from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake import ensure_schema, register_table
+from assetlake_dagster.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import backfill_policy, run_slices
 from assetlake_dagster.resources import SparkDeltaResource
@@ -91,7 +92,9 @@ def build_sql_asset(
         # manager has written the DataFrame (it runs while this generator is suspended).
         spark = resource.new_session()
         try:
-            yield from _run_sql_asset(context, spec, asset_spec, output_name, managed, resource, spark, args)
+            yield from _run_sql_asset(
+                context, spec, asset_spec, output_name, managed, resource, spark, args, keys_by_table or {}
+            )
         except AssetlakeError:
             raise
         except Exception as exc:
@@ -142,6 +145,7 @@ def _run_sql_asset(
     resource: SparkDeltaResource,
     spark: Any,
     args: dict[str, Any],
+    keys_by_table: Mapping[TableUri, dg.AssetKey],
 ) -> Iterator[Any]:
     """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
     run config's argument values ``args``."""
@@ -189,7 +193,10 @@ def _run_sql_asset(
     output = dg.Output(
         df,
         output_name=output_name,
-        metadata={UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)},
+        metadata={
+            UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
+            **column_lineage_metadata(spark, spec, keys_by_table),
+        },
     )
     # The tests ran on the staged rows, before the commit; their results are reported
     # after it, so that each evaluation targets the materialization this write creates
