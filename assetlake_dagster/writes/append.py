@@ -18,7 +18,7 @@ from assetlake_dagster.writes.base import (
     check_columns,
     check_rows_in_slice,
     check_schema_compatible,
-    delta_columns,
+    delta_schema,
     slice_rows,
     staged_scope_text,
 )
@@ -59,9 +59,9 @@ class AppendWrite(WriteStrategyBase):
         check_columns(self, target, df.columns)
         if target.partitioned:
             check_rows_in_slice(self, df, target)
-        existing = delta_columns(spark, target.path)
+        existing = delta_schema(spark, target.path)
         new_columns = (
-            check_schema_compatible(self, target, df.columns, existing) if existing else []
+            check_schema_compatible(self, target, df.schema, existing) if existing is not None else []
         )
         before = current_version(spark, target.path)
         if before is not None and df.isEmpty():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.errors import WriteError
@@ -184,15 +185,17 @@ def check_rows_in_slice(strategy: WriteStrategyBase, df: DataFrame, target: Writ
 
 
 def check_schema_compatible(
-    strategy: WriteStrategyBase, target: WriteTarget, source: Sequence[str], existing: Sequence[str]
+    strategy: WriteStrategyBase, target: WriteTarget, source: StructType, existing: StructType
 ) -> list[str]:
-    """Require every existing column in the source; return the new (additive) columns.
+    """Accept added columns only; return them. A dropped or retyped column is refused.
 
-    Delta would silently fill a missing column with NULL on append and merge; a dropped
-    column is far more often a mistake than an intent, so it is an error here.
+    Delta would silently fill a missing column with NULL on append and merge, and a merge
+    casts a retyped column to the table's type (a DOUBLE becomes an INT without a word):
+    both are far more often mistakes than intents, so they are errors here, with the diff.
+    Nullability is not compared (Delta keeps its columns nullable).
     """
-    source_lower = {c.lower() for c in source}
-    missing = [c for c in existing if c.lower() not in source_lower]
+    source_types = {f.name.lower(): f.dataType.simpleString() for f in source.fields}
+    missing = [f.name for f in existing.fields if f.name.lower() not in source_types]
     if missing:
         raise strategy.fail(
             target,
@@ -200,15 +203,28 @@ def check_schema_compatible(
             "drop the key=/append options for one run to rebuild the table with replace.",
             allow_retries=False,
         )
-    existing_lower = {c.lower() for c in existing}
-    return [c for c in source if c.lower() not in existing_lower]
+    retyped = [
+        f"column {f.name} changes type {f.dataType.simpleString()} -> {source_types[f.name.lower()]}"
+        for f in existing.fields
+        if source_types[f.name.lower()] != f.dataType.simpleString()
+    ]
+    if retyped:
+        raise strategy.fail(
+            target,
+            f"{'; '.join(retyped)}. A {strategy.strategy.value} keeps the table's column types "
+            "(it accepts added columns only): cast the column back in the SELECT, or rebuild the "
+            "table with an unpartitioned replace.",
+            allow_retries=False,
+        )
+    existing_lower = {f.name.lower() for f in existing.fields}
+    return [f.name for f in source.fields if f.name.lower() not in existing_lower]
 
 
-def delta_columns(spark: SparkSession, path: str) -> Optional[list[str]]:
-    """The columns of the Delta table at ``path``, or ``None`` if there is no table."""
+def delta_schema(spark: SparkSession, path: str) -> Optional[StructType]:
+    """The schema of the Delta table at ``path``, or ``None`` if there is no table."""
     if not is_delta_table(spark, path):
         return None
-    return read(spark, path).columns
+    return read(spark, path).schema
 
 
 def staged_scope_text(target: WriteTarget) -> str:

@@ -41,7 +41,7 @@ from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
     check_columns,
-    delta_columns,
+    delta_schema,
     slice_rows,
 )
 from assetlake_dagster.writes.commit import (
@@ -284,7 +284,7 @@ class HistoryWrite(WriteStrategyBase):
             # that checked its timestamp against the table before another committed would
             # close that run's versions before they began.
             with table_lock(spark, target.path):
-                existing = delta_columns(spark, target.path)
+                existing = delta_schema(spark, target.path)
                 if existing is None:
                     return self._create(spark, staged, target, self._run_timestamp(run_timestamp))
                 return self._merge(spark, staged, target, key, track, run_timestamp)

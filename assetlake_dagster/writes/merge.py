@@ -13,6 +13,7 @@ from typing import Optional
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_sql import path_identifier, read
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
@@ -22,7 +23,7 @@ from assetlake_dagster.writes.base import (
     check_columns,
     check_rows_in_slice,
     check_schema_compatible,
-    delta_columns,
+    delta_schema,
     slice_rows,
     staged_scope_text,
 )
@@ -149,7 +150,7 @@ class MergeWrite(WriteStrategyBase):
             if target.partitioned:
                 check_rows_in_slice(self, staged, target)
             self._check_keys(staged, target)
-            existing = delta_columns(spark, target.path)
+            existing = delta_schema(spark, target.path)
             if existing is None:
                 return self._create(spark, staged, target)
             return self._merge(spark, staged, target, existing)
@@ -176,9 +177,9 @@ class MergeWrite(WriteStrategyBase):
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
 
     def _merge(
-        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, existing: list[str]
+        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, existing: StructType
     ) -> WriteResult:
-        new_columns = check_schema_compatible(self, target, staged.columns, existing)
+        new_columns = check_schema_compatible(self, target, staged.schema, existing)
         current = read(spark, target.path)
         bound = _target_condition(target, alias=None)
         if bound:

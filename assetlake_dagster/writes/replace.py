@@ -16,7 +16,7 @@ from assetlake_dagster.writes.base import (
     WriteStrategyBase,
     check_columns,
     check_schema_compatible,
-    delta_columns,
+    delta_schema,
 )
 from assetlake_dagster.writes.commit import (
     WriteResult,
@@ -78,10 +78,10 @@ class ReplaceWrite(WriteStrategyBase):
 
     def _replace_slice(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         check_columns(self, target, df.columns)
-        existing = delta_columns(spark, target.path)
+        existing = delta_schema(spark, target.path)
         # replaceWhere cannot change the schema of the other partitions: only additive
         # columns (mergeSchema) are allowed, a dropped column is an error.
-        new_columns = check_schema_compatible(self, target, df.columns, existing) if existing else []
+        new_columns = check_schema_compatible(self, target, df.schema, existing) if existing is not None else []
         writer = (
             df.write.format("delta")
             .mode("overwrite")
@@ -91,7 +91,7 @@ class ReplaceWrite(WriteStrategyBase):
         )
         if new_columns:
             writer = writer.option("mergeSchema", "true")
-        before = current_version(spark, target.path) if existing else None
+        before = current_version(spark, target.path) if existing is not None else None
         writer.save(target.path)
         # An empty slice over a partition with no rows changes nothing: Delta commits nothing.
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",), before=before)
