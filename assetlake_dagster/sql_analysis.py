@@ -112,6 +112,7 @@ class _Statement:
     sql: str
     line: int
     col: int
+    written: str = ""
 
 
 def analyze_sql(
@@ -146,9 +147,10 @@ class _Analyzer:
         # Blank the header (same length) so sqlglot offsets, lines and columns are the file's:
         # '// ' header lines are not SQL comments and must not reach the tokenizer.
         header = [" " * len(line) for line in src.lines[: body_start - 1]]
-        self.sql, self.placeholders = replace_placeholders(
-            "\n".join(header + list(src.lines[body_start - 1 :]))
-        )
+        # As written (placeholders kept): markers have the placeholders' lengths, so the
+        # same offsets cut a statement out of both texts.
+        self.written = "\n".join(header + list(src.lines[body_start - 1 :]))
+        self.sql, self.placeholders = replace_placeholders(self.written)
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", self.sql)]
         self.body_start = body_start
         self.dialect = Dialect.get_or_raise(DIALECT)
@@ -271,7 +273,12 @@ class _Analyzer:
         kind = statement_kind(tokens, expression)
         line, col = self.position(tokens[0].start)
         sql = self.sql[tokens[0].start : tokens[-1].end + 1]
-        return _Statement(tokens, expression, role, kind, sql, line, col)
+        end = tokens[-1].end + 1
+        for offset in self.placeholders:  # a marker is shorter than its padding: keep the '}'
+            if tokens[0].start <= offset < end:
+                end = max(end, PLACEHOLDER_RE.match(self.written, offset).end())
+        written = self.written[tokens[0].start : end]
+        return _Statement(tokens, expression, role, kind, sql, line, col, written)
 
     def _parse(self, tokens: list[Token]) -> Optional[exp.Expression]:
         runaway = runaway_join(tokens)
@@ -476,7 +483,7 @@ def _as_spec(statement: _Statement) -> SqlStatement:
     names: set[str] = set()
     if statement.expression is not None:
         names = {p.name for p in statement.expression.find_all(exp.Placeholder) if p.name and p.name != "?"}
-    return SqlStatement(statement.sql, statement.line, tuple(sorted(names)))
+    return SqlStatement(statement.sql, statement.line, tuple(sorted(names)), written=statement.written)
 
 
 def _last_nonblank_line(src: SourceText) -> int:

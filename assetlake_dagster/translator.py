@@ -41,7 +41,7 @@ class AssetlakeTranslator:
     def get_description(self, spec: SqlAssetSpec) -> str:
         text = spec.description or f"Materialized by {os.path.basename(spec.path)}."
         if spec.select is not None:
-            text += f"\n\n```sql\n{spec.select.sql}\n```"
+            text += f"\n\n```sql\n{spec.select.written or spec.select.sql}\n```"
         return text
 
     def get_owners(self, spec: SqlAssetSpec) -> list[str]:

@@ -355,6 +355,8 @@ class SqlStatement:
     line: int
     #: names of the ``:name`` parameter markers the statement uses
     parameters: tuple[str, ...] = ()
+    #: the statement as the user wrote it (``{partition}``, not ``:partition``), to show
+    written: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

@@ -480,3 +480,18 @@ def test_a_sql_name_that_is_not_a_regular_file_is_a_load_error_not_a_hang(tmp_pa
         "pipe.sql:1:1: the file is not a regular file (a named pipe), so it cannot be read as SQL. "
         "Replace it with a regular file, or rename it so that its name does not end in .sql."
     ]
+
+
+def test_the_description_shows_the_sql_as_written_with_its_placeholders():
+    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.translator import AssetlakeTranslator
+
+    text = (
+        "-- materialize delta://s/t\n-- partitioned daily start=2024-01-01\n\n"
+        "SELECT id FROM raw.x\nWHERE d = '{partition}' AND t < {partition_end}\n"
+    )
+    spec, problems = parse_file("t.sql", text)
+    assert spec is not None, problems
+    assert ":partition" in spec.select.sql  # what Spark runs: bound markers
+    description = AssetlakeTranslator().get_description(spec)
+    assert description.endswith("```sql\nSELECT id FROM raw.x\nWHERE d = '{partition}' AND t < {partition_end}\n```")
