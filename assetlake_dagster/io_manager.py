@@ -25,6 +25,7 @@ from assetlake_dagster.lake import Lake, register_current_view, register_table
 from assetlake_dagster.materialization import (
     materialization_metadata,
     partition_row_counts,
+    schema_version_metadata,
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (
@@ -237,18 +238,12 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         partition_counts = (
             partition_row_counts(session, target.path, result, partitions) if len(partitions) > 1 else None
         )
-        context.add_output_metadata(
-            materialization_metadata(
-                session,
-                uri,
-                target.path,
-                strategy.value,
-                result,
-                partitions,
-                partition_counts=partition_counts,
-                key=target.key,
-            )
+        metadata = materialization_metadata(
+            session, uri, target.path, strategy.value, result, partitions, partition_counts=partition_counts, key=target.key
         )
+        _, instance = output_run(context) or (None, None)
+        metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))
+        context.add_output_metadata(metadata)
         if partition_counts:
             # Each partition of a batch gets its own row count on its materialization.
             for partition, count in partition_counts.items():

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import AtomicType, StructType
 
 from assetlake_dagster.delta_sql import read
+from assetlake_dagster.schema_history import ColumnShape, next_schema_version
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import WriteResult
@@ -34,6 +35,9 @@ PREVIEW_ORDER_COLUMNS = 3
 #: The operation of a DataFrame-writer commit, and its metric of rows written.
 WRITE_OPERATION = "WRITE"
 OUTPUT_ROWS_METRIC = "numOutputRows"
+#: The schema history of a table on its materializations (schema_history.py).
+SCHEMA_VERSION_KEY = "assetlake/schema_version"
+SCHEMA_DIFF_KEY = "assetlake/schema_diff"
 
 
 def column_schema(schema: StructType) -> dg.TableSchema:
@@ -192,6 +196,33 @@ def materialization_metadata(
         "assetlake/preview": dg.MetadataValue.md(markdown_preview(table, key=key)),
     }
     return {k: v for k, v in metadata.items() if v is not None}
+
+
+def schema_version_metadata(
+    instance: Optional[dg.DagsterInstance], asset_key: dg.AssetKey, schema: dg.TableSchema
+) -> dict[str, Any]:
+    """``assetlake/schema_version`` (and ``assetlake/schema_diff`` when it moved on) for a
+    materialization of ``asset_key`` with ``schema``, numbered after the asset's previous
+    materialization in ``instance`` (see :mod:`assetlake_dagster.schema_history`)."""
+    previous_version, previous = None, None
+    event = instance.get_latest_materialization_event(asset_key) if instance is not None else None
+    if event is not None and event.asset_materialization is not None:
+        recorded = event.asset_materialization.metadata
+        version, columns = recorded.get(SCHEMA_VERSION_KEY), recorded.get("dagster/column_schema")
+        if version is not None and columns is not None:
+            previous_version, previous = int(version.value), _shapes(columns.value)
+    version, diff = next_schema_version(previous_version, previous, _shapes(schema))
+    metadata: dict[str, Any] = {SCHEMA_VERSION_KEY: dg.MetadataValue.int(version)}
+    if diff:
+        metadata[SCHEMA_DIFF_KEY] = dg.MetadataValue.md("\n".join(f"- {line}" for line in diff))
+    return metadata
+
+
+def _shapes(schema: dg.TableSchema) -> list[ColumnShape]:
+    return [
+        ColumnShape(c.name, c.type, c.constraints.nullable if c.constraints is not None else True)
+        for c in schema.columns
+    ]
 
 
 def partition_row_counts(
