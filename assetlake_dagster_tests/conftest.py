@@ -50,6 +50,20 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: RUN_ORDER.index(_layer(item)))  # stable: file order kept within a layer
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist hands each worker a test file at a time, but all the e2e files as one
+    unit: each e2e test starts processes, JVMs and daemons of its own, and two at once on
+    two cores slowed each by half or more (measured in CI: 84 s -> 147 s)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesWithE2ETogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "e2e" if "/e2e/" in f"/{path}" else path
+
+    return FilesWithE2ETogether(config, log)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Stop this process's warm engine at its end (each xdist worker has its own)."""
     from assetlake_dagster.engine import WarmEngine
