@@ -151,7 +151,7 @@ def _evaluate_groups(
     # Persisted once: every test (and every partition's custom test) reads the same rows.
     scope = scope.persist()
     try:
-        key_column = F.col(PARTITION_COLUMN).cast("string") if batch else F.lit(next(iter(groups)))
+        key_column = F.col(PARTITION_COLUMN) if batch else F.lit(next(iter(groups)))
         keyed = scope.withColumn(_GROUP, key_column.cast("string"))
         rows = {r[_GROUP]: r["count"] for r in keyed.groupBy(_GROUP).count().collect()}
         found: dict[tuple[int, Optional[str]], tuple[int, tuple[str, ...]]] = {}

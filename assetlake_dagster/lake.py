@@ -161,13 +161,16 @@ def _table_exists(spark: SparkSession, uri: TableUri) -> bool:
     except Exception as exc:
         if "DELTA_PATH_DOES_NOT_EXIST" not in str(exc):
             raise
-    spark.sql(f"DROP TABLE IF EXISTS {quote_identifier(uri.schema)}.{quote_identifier(uri.table)}")
+    spark.sql(f"DROP TABLE IF EXISTS {_quoted_name(uri)}")
     return False
 
 
+def _quoted_name(uri: TableUri) -> str:
+    return f"{quote_identifier(uri.schema)}.{quote_identifier(uri.table)}"
+
+
 def _location(spark: SparkSession, uri: TableUri) -> str:
-    name = f"{quote_identifier(uri.schema)}.{quote_identifier(uri.table)}"
-    row = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").where("col_name = 'Location'").first()
+    row = spark.sql(f"DESCRIBE TABLE EXTENDED {_quoted_name(uri)}").where("col_name = 'Location'").first()
     return row["data_type"] if row else ""
 
 
@@ -187,7 +190,7 @@ def _drop_external(spark: SparkSession, uri: TableUri, path: str) -> None:
             f"{uri.sql_name} is a {table_type} table at {_location(spark, uri)}, not the lake path "
             f"{path}. Drop or rename it in the Spark catalog; assetlake will not delete it."
         )
-    spark.sql(f"DROP TABLE IF EXISTS {quote_identifier(uri.schema)}.{quote_identifier(uri.table)}")
+    spark.sql(f"DROP TABLE IF EXISTS {_quoted_name(uri)}")
 
 
 def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:

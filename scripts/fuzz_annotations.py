@@ -36,6 +36,7 @@ was found, after saving the offending inputs (with the traceback) to a folder it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -255,6 +256,18 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise Hang()
 
 
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`Hang` in the block once ``seconds`` of wall time have passed."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _build(folder: str) -> None:
     import warnings
 
@@ -358,36 +371,32 @@ def materialize(folder: str, lake_root: str, timeout_s: float) -> tuple[str, str
     instance = dg.DagsterInstance.ephemeral()
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     outcome, detail = "ran", ""
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
-        for name in ("up.sql", "f.sql"):
-            if name not in specs:
-                continue
-            key = AssetlakeTranslator().get_asset_key(specs[name])
-            runnable, partition = _first_key(instance, graph.get(key).partitions_def)
-            if not runnable:
-                outcome, detail = ("no partition", "") if name == "f.sql" else (outcome, detail)
-                continue
-            try:
-                result = implicit_asset_job(defs, [key]).execute_in_process(
-                    instance=instance, asset_selection=[key], partition_key=partition,
-                    run_config=quiet, raise_on_error=False,
-                )
-            except dg.DagsterInvalidConfigError as err:  # a required argument: Dagster names it
-                outcome, detail = "data error", str(err)
-                break
-            failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-            if failures:
-                outcome, detail = _failure_kind(failures[0].step_failure_data.error, spark_errors)
-                break
+        with _time_limit(timeout_s):
+            for name in ("up.sql", "f.sql"):
+                if name not in specs:
+                    continue
+                key = AssetlakeTranslator().get_asset_key(specs[name])
+                runnable, partition = _first_key(instance, graph.get(key).partitions_def)
+                if not runnable:
+                    outcome, detail = ("no partition", "") if name == "f.sql" else (outcome, detail)
+                    continue
+                try:
+                    result = implicit_asset_job(defs, [key]).execute_in_process(
+                        instance=instance, asset_selection=[key], partition_key=partition,
+                        run_config=quiet, raise_on_error=False,
+                    )
+                except dg.DagsterInvalidConfigError as err:  # a required argument: Dagster names it
+                    outcome, detail = "data error", str(err)
+                    break
+                failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+                if failures:
+                    outcome, detail = _failure_kind(failures[0].step_failure_data.error, spark_errors)
+                    break
     except Hang:
         outcome, detail = "hang", f"the run took more than {timeout_s} s"
     except Exception:  # noqa: BLE001 - every other exception is a finding
         outcome, detail = "crash", traceback.format_exc()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     return outcome, detail
 
 
@@ -401,13 +410,12 @@ def classify(folder: str, text: bytes, timeout_s: float, build: bool = True, ups
         f.write(text)
     with open(os.path.join(folder, "up.sql"), "w", encoding="utf-8") as f:
         f.write(UPSTREAM.format(kind=upstream))
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
-        load_project(folder, load_python_files=False)
-        if build:
-            # What validate accepts must build: definitions, partitions and their first/last windows.
-            _build(folder)
+        with _time_limit(timeout_s):
+            load_project(folder, load_python_files=False)
+            if build:
+                # What validate accepts must build: definitions, partitions and their first/last windows.
+                _build(folder)
         outcome, detail = "loaded", ""
     except Hang:
         return "hang", f"load took more than {timeout_s} s"
@@ -417,9 +425,6 @@ def classify(folder: str, text: bytes, timeout_s: float, build: bool = True, ups
         outcome, detail = ("located", "") if err.diagnostics and not bad else ("traceback", "unlocated: " + repr(bad))
     except Exception:  # noqa: BLE001 - every other exception is a finding
         outcome, detail = "traceback", traceback.format_exc()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     return outcome, detail
 
 
