@@ -287,8 +287,10 @@ def table_lock(spark: SparkSession, path: str) -> Iterator[None]:
     Delta's optimistic concurrency alone cannot make a check done before a command part
     of it (a SQL MERGE starts its transaction when it runs, on the table as it is then).
     An object-store lake gets the in-process lock only (a writer in another process
-    is then covered by Delta's conflict detection alone). A Spark Connect server may not see this machine's disk, so no folder is
-    created for it here; the lock file is used once the schema folder exists locally.
+    is then covered by Delta's conflict detection alone). A Spark Connect server may not
+    see this machine's disk: for it the schema folder is created only when the lake root
+    exists here (the local warm engine), else the lock file is used once the schema
+    folder exists locally.
     """
     key = os.path.normpath(path) if not _URL.match(path) else path
     with _TABLE_LOCKS_GUARD:
@@ -300,7 +302,8 @@ def table_lock(spark: SparkSession, path: str) -> Iterator[None]:
             return
         folder = os.path.dirname(lock_file)
         if not os.path.isdir(folder):
-            if is_connect_session(spark):
+            # The lake root on this machine's disk means the server writes here too.
+            if is_connect_session(spark) and not os.path.isdir(os.path.dirname(folder)):
                 yield
                 return
             os.makedirs(folder, exist_ok=True)

@@ -170,7 +170,9 @@ class MergeWrite(WriteStrategyBase):
         return kept.unionByName(rows, allowMissingColumns=True), staged_scope_text(target)
 
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
-        writer = staged.write.format("delta").mode("append").option("userMetadata", target.stamp.user_metadata())
+        # mode "error": a run that lost the race to create the table fails (and is retried
+        # as a MERGE) instead of appending a second copy of keys the winner wrote.
+        writer = staged.write.format("delta").mode("error").option("userMetadata", target.stamp.user_metadata())
         if target.partitioned:
             writer = writer.partitionBy(PARTITION_COLUMN)
         writer.save(target.path)

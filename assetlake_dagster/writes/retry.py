@@ -29,6 +29,9 @@ CONFLICT_MARKERS = (
     "ConcurrentTransactionException",
     "MetadataChangedException",
     "ProtocolChangedException",
+    # A first write (mode "error") that found the table another run created after this
+    # run checked for it: the retry sees the table and merges onto it.
+    "DELTA_PATH_EXISTS",
 )
 
 
