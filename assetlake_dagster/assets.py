@@ -7,7 +7,7 @@ import dagster as dg
 
 from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError, display_path
-from assetlake_dagster.lake import ensure_schema, register_table
+from assetlake_dagster.lake import Lake, ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import backfill_policy, run_slices
@@ -37,6 +37,7 @@ def build_sql_asset(
     spec: SqlAssetSpec,
     translator: AssetlakeTranslator,
     keys_by_table: Optional[Mapping[TableUri, dg.AssetKey]] = None,
+    lake: Optional[Lake] = None,
 ) -> dg.AssetsDefinition:
     """One annotated SQL file -> one asset.
 
@@ -49,8 +50,9 @@ def build_sql_asset(
         translator: decides the Dagster attributes.
         keys_by_table: the (translated) asset key of each table of the definitions, so
             deps on upstream tables follow a translator that renames keys.
+        lake: where the table is stored (its location becomes ``dagster/uri``).
     """
-    asset_spec = with_write_contract(translator.get_asset_spec(spec), spec, keys_by_table or {})
+    asset_spec = with_write_contract(translator.get_asset_spec(spec), spec, keys_by_table or {}, lake)
     output_name = asset_spec.key.to_python_identifier()
 
     managed = spec.materialize.strategy is not WriteStrategy.MANUAL
@@ -110,13 +112,16 @@ def build_sql_asset(
 
 
 def with_write_contract(
-    asset_spec: dg.AssetSpec, spec: SqlAssetSpec, keys_by_table: Mapping[TableUri, dg.AssetKey]
+    asset_spec: dg.AssetSpec,
+    spec: SqlAssetSpec,
+    keys_by_table: Mapping[TableUri, dg.AssetKey],
+    lake: Optional[Lake] = None,
 ) -> dg.AssetSpec:
     """The translator's ``AssetSpec`` plus what no translator override may change.
 
     The write contract (the file's ``MaterializeSpec``) is attached here, after the
     translator, so a ``get_metadata`` override without ``super()`` cannot turn a merge
-    into an overwrite; so is the list of the file's arguments, which
+    into an overwrite; so are the table's storage location and the list of the file's arguments, which
     :func:`~assetlake_dagster.run_config.sql_run_config` reads. Deps on tables of these
     definitions point at those tables' translated keys (a ``get_asset_key`` that adds a
     prefix leaves no phantom, unprefixed upstream in the graph); other deps stay as the
@@ -133,6 +138,8 @@ def with_write_contract(
         for dep in asset_spec.deps
     ]
     metadata = {**asset_spec.metadata, **spec.materialize.to_metadata(), **arguments_metadata(spec.arguments)}
+    if lake is not None:  # the storage location, as the catalog and the materializations name it
+        metadata["dagster/uri"] = dg.MetadataValue.path(lake.table_path(spec.uri))
     return asset_spec.replace_attributes(deps=deps, metadata=metadata)
 
 

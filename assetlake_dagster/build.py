@@ -69,13 +69,13 @@ def build_definitions(
     keys_by_table = {spec.uri: translator.get_asset_key(spec) for spec in project.assets}
     keys_by_table.update({uri: translator.get_external_asset_key(uri) for uri in project.external})
     keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
-    sql_assets = [build_sql_asset(spec, translator, keys_by_table) for spec in project.assets]
+    resource = spark or SparkDeltaResource(lake_root=lake_root)
+    sql_assets = [build_sql_asset(spec, translator, keys_by_table, resource.lake) for spec in project.assets]
 
     readers: dict = {}
     for spec in project.assets:
         for up in spec.upstreams:
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-    resource = spark or SparkDeltaResource(lake_root=lake_root)
     external = [external_table_asset(translator, uri, readers.get(uri), resource.lake) for uri in project.external]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.

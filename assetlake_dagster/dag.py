@@ -9,10 +9,19 @@ them case-insensitively), never by Dagster asset key: a translator may rename ke
 import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Optional
 
-from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText
+from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText, did_you_mean
 from assetlake_dagster.python_assets import PythonTable
-from assetlake_dagster.spec import RESERVED_TABLE_SUFFIX, SqlAssetSpec, TableUri, UpstreamSpec, WriteStrategy
+from assetlake_dagster.spec import (
+    HISTORY_COLUMNS,
+    PARTITION_COLUMN,
+    RESERVED_TABLE_SUFFIX,
+    SqlAssetSpec,
+    TableUri,
+    UpstreamSpec,
+    WriteStrategy,
+)
 
 #: A table as Spark resolves it: schema and table name, lower case.
 TableKey = tuple[str, str]
@@ -55,6 +64,7 @@ def check_project(
     produced = set(producers) | {table_key(table.uri) for table in python}
     read = {table_key(u.uri) for spec in specs for u in spec.upstreams}
     diagnostics.extend(_test_references(specs, sources, produced | read))
+    diagnostics.extend(_column_sources(specs, sources, {k: g[0] for k, g in producers.items()}))
     external = {u.uri for spec in specs for u in spec.upstreams if table_key(u.uri) not in produced}
     return specs, tuple(sorted(external, key=uri_order)), diagnostics
 
@@ -214,7 +224,56 @@ def _canonical_upstreams(spec: SqlAssetSpec, canonical: dict[TableKey, TableUri]
         if table_key(uri) not in renamed or (upstream.declared and not renamed[table_key(uri)].declared):
             renamed[table_key(uri)] = dataclasses.replace(upstream, uri=uri)
     upstreams = tuple(sorted(renamed.values(), key=lambda u: uri_order(u.uri)))
-    return spec if upstreams == spec.upstreams else dataclasses.replace(spec, upstreams=upstreams)
+    columns = tuple(
+        dataclasses.replace(
+            column,
+            sources=tuple(
+                dataclasses.replace(source, uri=canonical.get(table_key(source.uri), source.uri))
+                for source in column.sources
+            ),
+        )
+        for column in spec.columns
+    )
+    if upstreams == spec.upstreams and columns == spec.columns:
+        return spec
+    return dataclasses.replace(spec, upstreams=upstreams, columns=columns)
+
+
+def _column_sources(
+    specs: Sequence[SqlAssetSpec], sources: dict[str, SourceText], producer: dict[TableKey, SqlAssetSpec]
+) -> list[Diagnostic]:
+    """``-- column <out> <- <table>.<c>`` names a column the table has, where the producing
+    file's SELECT states its columns (tables of ``SELECT *`` and external tables are not
+    checked at load)."""
+    diagnostics = []
+    for spec in specs:
+        for column in spec.columns:
+            for source in column.sources:
+                upstream = producer.get(table_key(source.uri))
+                known = _table_columns(upstream) if upstream is not None else None
+                if known is None or source.column.lower() in {c.lower() for c in known}:
+                    continue
+                where = source.location
+                diagnostics.append(
+                    sources[spec.path].diagnostic(
+                        where.line,
+                        where.col + len(str(source.uri)) + 1,
+                        f"{source.uri} has no column '{source.column}'.",
+                        (did_you_mean(source.column, known).strip() or f"Its columns: {', '.join(known)}."),
+                        span=len(source.column),
+                    )
+                )
+    return diagnostics
+
+
+def _table_columns(spec: SqlAssetSpec) -> Optional[list[str]]:
+    """The columns of the table ``spec`` writes, when its SELECT states them."""
+    if spec.output_columns is None or spec.materialize.strategy is WriteStrategy.MANUAL:
+        return None
+    managed = [PARTITION_COLUMN] if spec.partitions else []
+    if spec.materialize.strategy is WriteStrategy.HISTORY:
+        managed += list(HISTORY_COLUMNS)
+    return [*spec.output_columns, *managed]
 
 
 def _cycles(specs: list[SqlAssetSpec], sources: dict[str, SourceText]) -> list[Diagnostic]:

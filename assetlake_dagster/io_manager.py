@@ -29,6 +29,7 @@ from assetlake_dagster.materialization import (
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (
+    COLUMN_DESCRIPTIONS_KEY,
     WRITE_METADATA_KEY,
     MaterializeSpec,
     TableUri,
@@ -239,7 +240,15 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             partition_row_counts(session, target.path, result, partitions) if len(partitions) > 1 else None
         )
         metadata = materialization_metadata(
-            session, uri, target.path, strategy.value, result, partitions, partition_counts=partition_counts, key=target.key
+            session,
+            uri,
+            target.path,
+            strategy.value,
+            result,
+            partitions,
+            partition_counts=partition_counts,
+            key=target.key,
+            descriptions=(context.definition_metadata or {}).get(COLUMN_DESCRIPTIONS_KEY),
         )
         _, instance = output_run(context) or (None, None)
         metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))

@@ -24,7 +24,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.lineage import Node, to_node
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import build_scope
+from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.schema import MappingSchema
 
 from assetlake_dagster.spec import RESERVED_TABLE_SUFFIX, TableUri
@@ -87,6 +87,31 @@ def infer_column_lineage(
             return {}
 
 
+def infer_columns_read(
+    select_sql: str, upstream_schemas: Mapping[TableUri, Sequence[str]]
+) -> dict[TableUri, tuple[str, ...]]:
+    """The columns a SELECT reads from each upstream table: those its output derives
+    from, and those it only filters, joins or groups on.
+
+    Args: as :func:`infer_column_lineage`.
+
+    Returns:
+        Each table read (sorted) to its columns read (sorted); ``{}`` when the statement
+        cannot be parsed or analyzed.
+
+    Example:
+        >>> orders = TableUri("sales", "orders")
+        >>> sql = "SELECT id FROM sales.orders WHERE status = 'paid'"
+        >>> infer_columns_read(sql, {orders: ["id", "status", "amount"]})
+        {TableUri(schema='sales', table='orders'): ('id', 'status')}
+    """
+    with quiet_sqlglot():
+        try:
+            return _Lineage(upstream_schemas).columns_read(select_sql)
+        except Exception:  # advisory metadata, as infer_column_lineage
+            return {}
+
+
 class _Lineage:
     def __init__(self, upstream_schemas: Mapping[TableUri, Sequence[str]]):
         # Spark resolves identifiers case-insensitively and sqlglot lowercases them while
@@ -106,10 +131,11 @@ class _Lineage:
                 mapping[uri.schema][view] = {c: _ANY_TYPE for c in columns}
         self.schema = MappingSchema(mapping, dialect=_DIALECT)
 
-    def infer(self, select_sql: str) -> dict[str, tuple[ColumnSource, ...]]:
+    def scope(self, select_sql: str) -> Optional[Scope]:
+        """The qualified query's root scope, or ``None`` when it is not one query."""
         parsed = _DIALECT.parse(select_sql)
         if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
-            return {}
+            return None
         expression = parsed[0]
         for identifier in expression.find_all(exp.Identifier):
             self.spelling.setdefault(identifier.name.lower(), identifier.name)
@@ -124,7 +150,23 @@ class _Lineage:
             validate_qualify_columns=False,  # a table missing from the schema is not an error
             identify=False,
         )
-        scope = build_scope(qualified)
+        return build_scope(qualified)
+
+    def columns_read(self, select_sql: str) -> dict[TableUri, tuple[str, ...]]:
+        scope = self.scope(select_sql)
+        found: dict[TableUri, set[str]] = {}
+        for inner in scope.traverse() if scope is not None else ():
+            for column in inner.columns:
+                table = inner.sources.get(column.table)
+                if not isinstance(table, exp.Table) or not table.db:
+                    continue  # a CTE's or subquery's column: its own scope names the table
+                uri = self._uri(table.db, table.name)
+                if uri is not None and column.name != "*":
+                    found.setdefault(uri, set()).add(self.spelling.get(column.name, column.name))
+        return {uri: tuple(sorted(found[uri])) for uri in sorted(found, key=lambda u: (u.schema, u.table))}
+
+    def infer(self, select_sql: str) -> dict[str, tuple[ColumnSource, ...]]:
+        scope = self.scope(select_sql)
         if scope is None:
             return {}
         cache: dict = {}

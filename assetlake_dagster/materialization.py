@@ -40,13 +40,25 @@ SCHEMA_VERSION_KEY = "assetlake/schema_version"
 SCHEMA_DIFF_KEY = "assetlake/schema_diff"
 
 
-def column_schema(schema: StructType) -> dg.TableSchema:
-    """Spark schema -> Dagster ``TableSchema`` (``dagster/column_schema``)."""
+def column_schema(schema: StructType, descriptions: Optional[Mapping[str, str]] = None) -> dg.TableSchema:
+    """Spark schema -> Dagster ``TableSchema`` (``dagster/column_schema``).
+
+    A column's description comes from ``descriptions`` (matched case-insensitively, as
+    Spark matches names), else from the column's Delta comment.
+
+    Example:
+        >>> from pyspark.sql.types import StructType, StructField, IntegerType
+        >>> table = column_schema(StructType([StructField("id", IntegerType(), False)]), {"ID": "The key"})
+        >>> table.columns[0].type, table.columns[0].description, table.columns[0].constraints.nullable
+        ('int', 'The key', False)
+    """
+    described = {name.lower(): text for name, text in (descriptions or {}).items()}
     return dg.TableSchema(
         columns=[
             dg.TableColumn(
                 name=field.name,
                 type=field.dataType.simpleString(),
+                description=described.get(field.name.lower()) or field.metadata.get("comment"),
                 constraints=dg.TableColumnConstraints(nullable=field.nullable),
             )
             for field in schema.fields
@@ -169,6 +181,7 @@ def materialization_metadata(
     partitions: Sequence[str] = (),
     partition_counts: Optional[Mapping[str, int]] = None,
     key: Sequence[str] = (),
+    descriptions: Optional[Mapping[str, str]] = None,
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
@@ -176,7 +189,8 @@ def materialization_metadata(
     (``partitions``); the preview is ordered by ``key`` (merge, history), else by the
     first columns. ``partition_counts``: a batch's rows per partition as of the version,
     when already counted (:func:`partition_row_counts`), so that the slice is not counted
-    again. See the module docstring for what each value costs.
+    again. ``descriptions``: column descriptions for ``dagster/column_schema``. See the
+    module docstring for what each value costs.
     """
     table = slice_table(spark, path, result.version, partitions)
     metadata: dict[str, Any] = {
@@ -185,7 +199,7 @@ def materialization_metadata(
         "dagster/row_count": dg.MetadataValue.int(
             slice_row_count(spark, path, strategy, result, partitions, partition_counts)
         ),
-        "dagster/column_schema": column_schema(table.schema),
+        "dagster/column_schema": column_schema(table.schema, descriptions),
         "assetlake/table": str(uri),
         "assetlake/strategy": strategy,
         "delta/version": dg.MetadataValue.int(result.version) if result.version is not None else None,

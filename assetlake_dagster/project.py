@@ -34,6 +34,7 @@ from assetlake_dagster.spec import (
     DataTestKind,
     DataTestSpec,
     RESERVED_COLUMNS,
+    RESERVED_TABLE_SUFFIX,
     TIME_WINDOW_PARAMETERS,
     SqlAssetSpec,
     TableUri,
@@ -304,6 +305,7 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         kinds=header.kinds,
         schedule=header.schedule,
         automation=header.automation,
+        columns=header.columns,
         code_version=code_version,
     )
     return spec, diagnostics, src
@@ -348,6 +350,7 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                 "assetlake does not write a manual table, so it cannot audit it; use a managed strategy.",
                 1,
             )
+    _check_column_lines(header, analysis, error)
     if header.manual or analysis.output_columns is None:
         return diagnostics
     seen: dict[str, int] = {}
@@ -409,6 +412,33 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                     len(column.text),
                 )
     return diagnostics
+
+
+def _check_column_lines(header: Header, analysis: SqlAnalysis, error: Callable[..., None]) -> None:
+    """``-- column`` lines name a column the SELECT produces (when its columns are known
+    statically) and source tables this file reads."""
+    produced = {c.name.lower() for c in analysis.output_columns or ()}
+    names = [c.name for c in analysis.output_columns or ()]
+    read = {table_key(u.uri) for u in header.upstreams} | {table_key(t.uri) for t in analysis.tables}
+    # Reading the view s.t_current reads the history table s.t (the suffix is reserved).
+    read |= {(s, t[: -len(RESERVED_TABLE_SUFFIX)]) for s, t in read if t.endswith(RESERVED_TABLE_SUFFIX)}
+    for column in header.columns:
+        if analysis.output_columns is not None and not header.manual and column.name.lower() not in produced:
+            hint = did_you_mean(column.name, names).strip()
+            error(
+                column.location,
+                f"column '{column.name}' is not among the SELECT's columns.",
+                hint or f"The SELECT projects: {', '.join(names)}.",
+                len(column.name),
+            )
+        for source in column.sources:
+            if table_key(source.uri) not in read:
+                error(
+                    source.location,
+                    f"{source.uri} is not read by this file, so column '{column.name}' cannot derive from it.",
+                    f"Name a table the SQL reads, or declare it with '-- on {source.uri}'.",
+                    len(str(source.uri)),
+                )
 
 
 def _check_partition_marker(header: Header, marker: ColumnRef, error: Callable[..., None]) -> None:

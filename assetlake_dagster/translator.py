@@ -13,7 +13,7 @@ import dagster as dg
 from assetlake_dagster.automation import automation_condition
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
-from assetlake_dagster.spec import SqlAssetSpec, TableUri
+from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, SqlAssetSpec, TableUri
 
 BASE_KINDS = ("spark", "delta")
 
@@ -95,7 +95,7 @@ class AssetlakeTranslator:
         return automation_condition(spec.automation) if spec.automation else None
 
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
-        """Catalog metadata: table name, file, code reference.
+        """Catalog metadata: table name, file, code reference, column descriptions.
 
         The write contract (``assetlake/write``) is not part of it: the assets attach it
         after the translator has run, so an override of this method (with or without
@@ -116,6 +116,9 @@ class AssetlakeTranslator:
             "assetlake/file": display_path(spec.path),
             "dagster/code_references": code_references,
         }
+        descriptions = {c.name: c.description for c in spec.columns if c.description}
+        if descriptions:
+            metadata[COLUMN_DESCRIPTIONS_KEY] = descriptions
         return metadata
 
     def get_asset_spec(self, spec: SqlAssetSpec) -> dg.AssetSpec:

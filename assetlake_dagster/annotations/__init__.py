@@ -5,7 +5,7 @@
 * one module per family of lines: :mod:`.materialize`, :mod:`.partitioned`,
   :mod:`.upstreams` (``-- on``), :mod:`.data_test`, :mod:`.arguments` (``-- $name``),
   :mod:`.catalog` (group, owner, tags, description, kinds), :mod:`.automation` (schedule,
-  automation).
+  automation), :mod:`.column` (a column's lineage or description).
 
 Checks that need the SQL body or other files happen afterwards, in
 :mod:`assetlake_dagster.project` and :mod:`assetlake_dagster.dag`.

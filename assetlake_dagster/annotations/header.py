@@ -16,6 +16,7 @@ from assetlake_dagster.spec import (
     URI_SCHEME,
     ArgumentSpec,
     AutomationSpec,
+    ColumnSpec,
     DataTestSpec,
     MaterializeSpec,
     PartitionSpec,
@@ -54,6 +55,7 @@ class Header:
             or default is reported once, not again as an undeclared ``:name``.
         schedule: the ``-- schedule`` line, if any and valid.
         automation: the ``-- automation`` line, if any and valid.
+        columns: the ``-- column`` lines, merged per output column, in file order.
         body_start: the 1-based line where the SQL body starts (the first non-header line).
     """
 
@@ -74,6 +76,7 @@ class Header:
     kinds: tuple[str, ...] = ()
     schedule: Optional[ScheduleSpec] = None
     automation: Optional[AutomationSpec] = None
+    columns: tuple[ColumnSpec, ...] = ()
     body_start: int = 1
 
 
@@ -108,6 +111,9 @@ class HeaderDraft:
     schedule: Optional[ScheduleSpec] = None
     automation_keyword: Optional[Word] = None  # the `automation` keyword, valid or not
     automation: Optional[AutomationSpec] = None
+    # By output column, lower-cased (Spark's column names are case-insensitive).
+    columns: dict[str, ColumnSpec] = field(default_factory=dict)
+    column_lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (column, form) -> line
 
     def error(self, word: Word, message: str, hint: str = "", span: Optional[int] = None) -> None:
         """Report a problem underlining ``word`` (or ``span`` characters from its start)."""
@@ -133,6 +139,7 @@ class HeaderDraft:
             kinds=tuple(self.kinds),
             schedule=self.schedule,
             automation=self.automation,
+            columns=tuple(self.columns.values()),
             body_start=body_start,
         )
 

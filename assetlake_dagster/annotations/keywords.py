@@ -9,6 +9,7 @@ and one entry in :data:`LINE_PARSERS`::
     -- group sales                                               -> catalog.py
     -- schedule 0 2 * * * tz=Europe/Berlin                       -> automation.py
     -- automation eager                                          -> automation.py
+    -- column order_total <- delta://sales/orders.amount         -> column.py
 """
 
 from typing import Callable
@@ -22,6 +23,7 @@ from assetlake_dagster.annotations.catalog import (
     parse_owner,
     parse_tags,
 )
+from assetlake_dagster.annotations.column import parse_column
 from assetlake_dagster.annotations.data_test import parse_data_test
 from assetlake_dagster.annotations.header import Header, HeaderDraft, Word, header_length, split_words
 from assetlake_dagster.annotations.materialize import check_materialized, parse_materialize
@@ -32,20 +34,6 @@ from assetlake_dagster.errors import Diagnostic, SourceText, did_you_mean
 #: Parses one header line: ``(draft, keyword, rest, raw)``, where ``keyword`` is the line's
 #: first word, ``rest`` the words after it and ``raw`` the whole line as written.
 LineParser = Callable[[HeaderDraft, Word, list[Word], str], None]
-
-#: Keywords recognised now but implemented by a later feature (keyword -> the feature).
-LATER_KEYWORDS = {
-    "column": "column lineage",
-}
-
-
-def _not_supported_yet(feature: str) -> LineParser:
-    def reject(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
-        hint = f"Remove the line; it arrives with {feature} support."
-        draft.error(keyword, f"{keyword.text} is not supported yet.", hint)
-
-    return reject
-
 
 def _windmill_marker(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
     """``-- pipeline`` marks Windmill scripts; accepted so that such files load unchanged."""
@@ -64,7 +52,7 @@ LINE_PARSERS: dict[str, LineParser] = {
     "data_test": parse_data_test,
     "schedule": parse_schedule,
     "automation": parse_automation,
-    **{keyword: _not_supported_yet(feature) for keyword, feature in LATER_KEYWORDS.items()},
+    "column": parse_column,
 }
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.
 KEYWORDS = tuple(LINE_PARSERS)

@@ -24,6 +24,7 @@ from assetlake_dagster.spec.names import (
 )
 from assetlake_dagster.spec.model import (
     WRITE_METADATA_KEY as WRITE_METADATA_KEY,
+    COLUMN_DESCRIPTIONS_KEY as COLUMN_DESCRIPTIONS_KEY,
     WriteStrategy as WriteStrategy,
     PartitionKind as PartitionKind,
     PARTITION_PARAMETERS as PARTITION_PARAMETERS,
@@ -46,6 +47,8 @@ from assetlake_dagster.spec.model import (
     UpstreamSpec as UpstreamSpec,
     ArgumentSpec as ArgumentSpec,
     SqlStatement as SqlStatement,
+    ColumnSourceSpec as ColumnSourceSpec,
+    ColumnSpec as ColumnSpec,
     SqlAssetSpec as SqlAssetSpec,
 )
 from assetlake_dagster.spec.values import (

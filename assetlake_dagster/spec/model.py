@@ -17,6 +17,9 @@ from assetlake_dagster.spec.names import TableUri
 
 #: The one asset-metadata key carrying the write contract (a :class:`MaterializeSpec`).
 WRITE_METADATA_KEY = "assetlake/write"
+#: Asset metadata: output column -> description; the IO manager puts them in the
+#: ``dagster/column_schema`` of each materialization (any asset may set it).
+COLUMN_DESCRIPTIONS_KEY = "assetlake/column_descriptions"
 
 
 class WriteStrategy(str, Enum):
@@ -360,6 +363,35 @@ class SqlStatement:
 
 
 @dataclass(frozen=True)
+class ColumnSourceSpec:
+    """One ``<uri>.<column>`` of a ``-- column <out> <- ...`` line."""
+
+    uri: TableUri
+    column: str
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """What ``-- column`` lines declare about one output column.
+
+    Attributes:
+        name: the output column, as written.
+        description: from ``-- column <out> "text"``; shown in the UI's column table.
+        sources: from ``-- column <out> <- delta://s/t.c, ...``; replaces the inferred
+            lineage of this column. Empty when only a description is declared.
+        lineage_declared: whether a ``<-`` line names the sources (they may still be empty
+            if every one was invalid).
+    """
+
+    name: str
+    description: Optional[str] = None
+    sources: tuple[ColumnSourceSpec, ...] = ()
+    lineage_declared: bool = False
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class SqlAssetSpec:
     """Everything known about one annotated SQL file after parsing and checking.
 
@@ -375,6 +407,7 @@ class SqlAssetSpec:
         data_tests: the ``-- data_test`` lines, in file order.
         schedule: the ``-- schedule`` line, if any.
         automation: the ``-- automation`` line, if any.
+        columns: the ``-- column`` lines, one entry per output column named, in file order.
         code_version: sha256 of the file contents.
     """
 
@@ -394,6 +427,7 @@ class SqlAssetSpec:
     kinds: tuple[str, ...] = ()
     schedule: Optional[ScheduleSpec] = None
     automation: Optional[AutomationSpec] = None
+    columns: tuple[ColumnSpec, ...] = ()
     code_version: str = ""
 
     @property

@@ -46,3 +46,59 @@ def test_a_materialization_records_the_lineage_of_each_column(spark, lake_root, 
     # A root asset's columns derive from no table.
     root = instance.get_latest_materialization_event(ORDERS).asset_materialization.metadata
     assert root["dagster/column_lineage"].value.deps_by_column == {c: [] for c in ("order_id", "customer_id", "amount", "tax")}
+
+
+ANNOTATED = {
+    **FILES,
+    "enriched.sql": (
+        "-- materialize delta://s/enriched key=order_id\n"
+        "-- column nth <- delta://s/orders.order_id\n"
+        '-- column ORDER_TOTAL "Amount plus tax, in EUR"\n'
+        '-- column order_id "The order"\n'
+        "-- column tier <- delta://s/customers.name\n\n"
+        "WITH o AS (SELECT * FROM s.orders)\n"
+        "SELECT o.order_id, o.amount + o.tax AS order_total, c.name,\n"
+        "       row_number() OVER (PARTITION BY o.customer_id ORDER BY o.order_id) AS nth,\n"
+        "       upper(c.name) AS tier\n"
+        "FROM o JOIN s.customers c ON o.customer_id = c.customer_id WHERE o.amount > 0\n"
+    ),
+}
+
+
+def test_column_lines_override_the_inferred_lineage_and_describe_the_columns(spark, lake_root, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    for name, text in ANNOTATED.items():
+        (project / name).write_text(text)
+    defs = build_definitions(str(project), lake_root=lake_root)
+    spec = defs.resolve_assets_def(ENRICHED).specs_by_key[ENRICHED]
+    # The storage location is in the catalog before any run.
+    assert spec.metadata["dagster/uri"].value == f"{lake_root}/s/enriched"
+    instance = dg.DagsterInstance.ephemeral()
+    assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance).success
+    metadata = instance.get_latest_materialization_event(ENRICHED).asset_materialization.metadata
+    deps = {
+        column: sorted((d.asset_key.to_user_string(), d.column_name) for d in found)
+        for column, found in metadata["dagster/column_lineage"].value.deps_by_column.items()
+    }
+    assert deps == {
+        "order_id": [("s/orders", "order_id")],
+        "order_total": [("s/orders", "amount"), ("s/orders", "tax")],  # inferred, not annotated
+        "name": [("s/customers", "name")],
+        "nth": [("s/orders", "order_id")],  # the annotation wins over customer_id + order_id
+        "tier": [("s/customers", "name")],
+    }
+    assert "| `nth` | `s.orders.order_id` (declared) |" in metadata["assetlake/column_lineage"].value
+    # Columns only joined or filtered on are read too.
+    assert metadata["assetlake/columns_read"].value == {
+        "s.customers": ["customer_id", "name"],
+        "s.orders": ["amount", "customer_id", "order_id", "tax"],
+    }
+    described = {c.name: c.description for c in metadata["dagster/column_schema"].value.columns}
+    assert described == {
+        "order_id": "The order",
+        "order_total": "Amount plus tax, in EUR",
+        "name": None,
+        "nth": None,
+        "tier": None,
+    }

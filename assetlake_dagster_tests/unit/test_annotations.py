@@ -27,6 +27,11 @@ def parse(text, path="f.sql"):
     return parse_header(SourceText.of(path, text))
 
 
+COLUMN_FORMS = (
+    "Write '-- column <out> <- delta://<schema>/<table>.<column>[, ...]' or '-- column <out> \"description\"'."
+)
+
+
 def _first_lines(text):
     _, diagnostics = parse(text)
     return [d.render().splitlines()[0] for d in diagnostics]
@@ -308,11 +313,64 @@ INVALID = [
         "The suffix names the SCD2 companion view; choose another table name.",
         id="uri-current-suffix-uppercase",
     ),
-    # -- later issues: recognised, refused
+    # -- column lineage and descriptions
     pytest.param(
-        M + "-- column total <- delta://a/o.amount\n",
-        "f.sql:2:4: column is not supported yet. Remove the line; it arrives with column lineage support.",
-        id="column",
+        M + "-- column total\n",
+        "f.sql:2:11: '-- column' needs an output column and what it says about it. " + COLUMN_FORMS,
+        id="column-alone",
+    ),
+    pytest.param(
+        M + "-- column 2x <- delta://a/o.amount\n",
+        "f.sql:2:11: '2x' is not an allowed column name. Use letters, digits and underscores, not starting with a digit.",
+        id="column-bad-name",
+    ),
+    pytest.param(
+        M + "-- column total = delta://a/o.amount\n",
+        "f.sql:2:17: expected '<-' or a quoted description after 'total'. " + COLUMN_FORMS,
+        id="column-no-arrow",
+    ),
+    pytest.param(
+        M + "-- column total <-\n",
+        "f.sql:2:17: '<-' names no source column. " + COLUMN_FORMS,
+        id="column-no-source",
+    ),
+    pytest.param(
+        M + "-- column total <- delta://a/o\n",
+        "f.sql:2:20: 'delta://a/o' does not name a table's column. "
+        "Write '<table URI>.<column>', e.g. 'delta://sales/orders.amount'.",
+        id="column-source-without-column",
+    ),
+    pytest.param(
+        M + "-- column total <- delta://a/o.amount, s3://a/o.tax\n",
+        "f.sql:2:40: unsupported table URI 's3://a/o'. Write 'delta://<schema>/<table>'.",
+        id="column-source-bad-uri",
+    ),
+    pytest.param(
+        M + "-- column total <- delta://a/o.1amount\n",
+        "f.sql:2:32: '1amount' is not an allowed column name. "
+        "Use letters, digits and underscores, not starting with a digit.",
+        id="column-source-bad-column",
+    ),
+    pytest.param(
+        M + "-- column total <- delta://a/o.amount\n-- column TOTAL <- delta://a/o.tax\n",
+        "f.sql:3:17: the lineage of column 'TOTAL' is already declared on line 2. Keep one lineage line per column.",
+        id="column-lineage-twice",
+    ),
+    pytest.param(
+        M + '-- column total "Sum"\n-- column total "Total"\n',
+        "f.sql:3:17: the description of column 'total' is already declared on line 2. "
+        "Keep one description line per column.",
+        id="column-described-twice",
+    ),
+    pytest.param(
+        M + '-- column total "Sum\n',
+        "f.sql:2:17: the description has no closing '\"'. Write the text in double quotes: \"Amount in EUR\".",
+        id="column-description-unclosed",
+    ),
+    pytest.param(
+        M + '-- column total ""\n',
+        "f.sql:2:17: the description is empty. Write the text in double quotes: \"Amount in EUR\".",
+        id="column-description-empty",
     ),
     # -- SCD2 history options
     pytest.param(

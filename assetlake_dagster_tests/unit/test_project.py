@@ -245,9 +245,9 @@ def test_invalid_project_reports_every_file_together(in_projects):
             "unknown_annotation", "2:4: unknown annotation 'kind'. Did you mean 'kinds'?", id="unknown-annotation"
         ),
         pytest.param(
-            "not_supported",
-            "2:4: column is not supported yet. Remove the line; it arrives with column lineage support.",
-            id="not-supported",
+            "column_not_selected",
+            "2:11: column 'idd' is not among the SELECT's columns. Did you mean 'id'?",
+            id="column-not-selected",
         ),
         pytest.param(
             "bad_uri",
