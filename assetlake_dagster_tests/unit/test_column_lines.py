@@ -94,3 +94,16 @@ def test_a_source_from_a_select_star_table_is_not_checked_at_load(tmp_path):
     }
     spec = next(s for s in _load(tmp_path, files).assets if s.uri.table == "f")
     assert spec.columns[0].sources == (ColumnSourceSpec(TableUri("sales", "everything"), "anything"),)
+
+
+def test_the_demo_describes_its_columns():
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+
+    specs = {str(s.uri): s for s in load_project(DEMO_PROJECT_DIR, load_python_files=False).assets}
+    described = {uri: {c.name for c in s.columns if c.description} for uri, s in specs.items() if s.columns}
+    assert described == {
+        "delta://analytics/customer_revenue": {"paid_orders", "revenue"},
+        "delta://analytics/dim_customer": {"tier"},
+        "delta://analytics/fct_orders": {"tier_at_order", "country_at_order"},
+        "delta://staging/orders": {"amount", "order_date"},
+    }

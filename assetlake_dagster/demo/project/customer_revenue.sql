@@ -3,6 +3,8 @@
 -- owner team:data-eng
 -- tags layer=mart
 -- description Paid revenue per customer, rebuilt on every run.
+-- column paid_orders "Number of the customer's paid orders"
+-- column revenue "Sum of the customer's paid order amounts; 0 without any"
 
 WITH paid AS (
   SELECT customer_id, amount FROM staging.orders WHERE status = 'paid'

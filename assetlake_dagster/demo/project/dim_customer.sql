@@ -4,6 +4,7 @@
 -- owner team:data-eng
 -- tags layer=core
 -- description Customer dimension with full change history (SCD2): a new version whenever tier or country changes.
+-- column tier "Loyalty tier; a change opens a new version"
 
 SELECT customer_id, name, tier, country
 FROM raw.customers

@@ -8,6 +8,8 @@
 -- owner team:data-eng
 -- tags layer=mart
 -- description Orders with the customer's tier and country as they were when the order was placed.
+-- column tier_at_order "The customer's tier when the order was placed (the SCD2 version valid then)"
+-- column country_at_order "The customer's country when the order was placed"
 
 -- The dimension's history starts at its first run (valid_from = the run's clock time), but
 -- orders can be older than that: a plain range join would give them no version at all. As

@@ -5,6 +5,8 @@
 -- owner team:data-eng
 -- tags layer=staging
 -- description Orders with a valid amount, one row per order; one partition per order day.
+-- column amount "Order amount; orders below $min_amount are dropped"
+-- column order_date "The day the order was placed: its partition"
 
 -- batch=91: a backfill of the whole quarter is one run and one Delta commit; event_time=ordered_at
 -- makes that run one query over the range, each row's partition its order day. `assetlake
