@@ -1,4 +1,4 @@
-"""Reading a local Delta table's ``_delta_log`` without Spark: its versions and new commits.
+"""Reading a local Delta table's ``_delta_log`` without Spark: its versions, new commits and schema.
 
 The watch sensor (:mod:`assetlake_dagster.watch`) calls this every tick for every external
 table, so it lists the log folder once and parses only the commit files it is asked for.
@@ -23,6 +23,11 @@ The Delta protocol facts it relies on (``PROTOCOL.md`` of ``delta-io/delta``):
   holds the table's state as of ``N``. Log cleanup (``delta.logRetentionDuration``, 30
   days by default) may then delete the commit files up to ``N``: those versions still
   existed, but what they changed can no longer be read.
+- A ``metaData`` action sets the table's schema (``schemaString``: Spark's StructType as
+  JSON; a column's ``metadata.comment`` is its comment) and ``partitionColumns``. Version 0
+  has one, and any commit that changes them (a schema evolution) writes a whole new one:
+  the newest wins. A checkpoint holds the one in force at its version (a row whose
+  ``metaData`` column is set; V2 checkpoints: an action of their top-level file).
 - ``_last_checkpoint`` is a hint naming the latest checkpoint, written after it. We list
   the folder anyway, so it is only read when no checkpoint file is listed.
 - Everything else in the folder is ignored: ``.crc`` checksums, log compactions
@@ -35,6 +40,8 @@ Example:
     7
     >>> [(c.version, c.operation, c.added) for c in log.read_commits(after_version=6)]  # doctest: +SKIP
     [(7, 'WRITE', ({'order_date': '2024-01-05'},))]
+    >>> [f["name"] for f in log.read_metadata().schema["fields"]]  # doctest: +SKIP
+    ['order_id', 'amount', 'order_date']
 """
 
 import datetime as dt
@@ -51,6 +58,8 @@ LOG_FOLDER = "_delta_log"
 LAST_CHECKPOINT_FILE = "_last_checkpoint"
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(\.\d{10}\.\d{10}|\.[0-9A-Za-z-]+)?\.(parquet|json)$")
+_MULTI_PART_RE = re.compile(r"^\d{20}\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+METADATA_ACTION = "metaData"
 
 #: A data file's partition values: column -> value as written in the log (``None`` = NULL).
 PartitionValues = Mapping[str, Optional[str]]
@@ -155,11 +164,35 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class TableMetadata:
+    """A table's ``metaData`` action: its schema and partition columns.
+
+    Attributes:
+        version: the commit (or checkpoint) it was read from; the table may be newer, the
+            schema has not changed since.
+        schema: ``schemaString`` parsed: ``{"type": "struct", "fields": [...]}``, each
+            field ``{"name", "type", "nullable", "metadata"}`` (Spark's StructType JSON).
+        partition_columns: ``partitionColumns``, in order.
+        file: the log file it was read from.
+
+    Example:
+        >>> m = TableMetadata(0, {"type": "struct", "fields": []}, ("day",), "_delta_log/0.json")
+        >>> m.partition_columns
+        ('day',)
+    """
+
+    version: int
+    schema: Mapping[str, Any]
+    partition_columns: tuple[str, ...]
+    file: str
+
+
+@dataclass(frozen=True)
 class DeltaLog:
     """One listing of a table's ``_delta_log``: which versions exist and which can be read.
 
     Build it with :meth:`open`; it lists the folder once and reads no commit until
-    :meth:`read_commits` asks for some.
+    :meth:`read_commits` asks for some (or :meth:`read_metadata` for the schema).
 
     Attributes:
         table_path: the table's folder.
@@ -174,6 +207,8 @@ class DeltaLog:
     first_readable: int
     checkpoint_version: Optional[int]
     _commit_files: Mapping[int, str]
+    #: The names of the files of version ``checkpoint_version`` that are checkpoints.
+    _checkpoint_names: tuple[str, ...] = ()
 
     @classmethod
     def open(cls, table_path: str) -> "DeltaLog":
@@ -206,12 +241,12 @@ class DeltaLog:
                 file=log_dir,
             ) from None
         commits: dict[int, str] = {}
-        checkpoints: list[int] = []
+        checkpoints: dict[int, list[str]] = {}
         for name in names:
             if match := _COMMIT_RE.match(name):
                 commits[int(match.group(1))] = os.path.join(log_dir, name)
             elif match := _CHECKPOINT_RE.match(name):
-                checkpoints.append(int(match.group(1)))
+                checkpoints.setdefault(int(match.group(1)), []).append(name)
         checkpoint = max(checkpoints) if checkpoints else None
         if checkpoint is None and LAST_CHECKPOINT_FILE in names:
             checkpoint = _last_checkpoint_version(os.path.join(log_dir, LAST_CHECKPOINT_FILE))
@@ -225,7 +260,8 @@ class DeltaLog:
         first_readable = latest + 1
         while first_readable - 1 in commits:
             first_readable -= 1
-        return cls(table_path, latest, first_readable, checkpoint, commits)
+        checkpoint_names = tuple(sorted(checkpoints.get(checkpoint, ()))) if checkpoint is not None else ()
+        return cls(table_path, latest, first_readable, checkpoint, commits, checkpoint_names)
 
     def read_commits(self, after_version: int, up_to: Optional[int] = None) -> list["Commit"]:
         """The commits of versions ``after_version + 1`` to ``up_to`` (default: the latest).
@@ -255,6 +291,103 @@ class DeltaLog:
             self._raise_missing(missing)
         return [self._read(version) for version in wanted]
 
+    def read_metadata(self) -> TableMetadata:
+        """The table's current ``metaData`` action: its schema and partition columns.
+
+        The commit files are searched newest first down to the latest checkpoint (a schema
+        change writes a whole new action, so the first one found is in force), then the
+        checkpoint, which holds the one in force at its version.
+
+        Raises:
+            DeltaLogUnreadableError: a file cannot be read or is damaged, a commit after
+                the checkpoint is missing, or no readable file holds a ``metaData`` action.
+
+        Example:
+            >>> meta = DeltaLog.open("/data/lake/landing/orders").read_metadata()  # doctest: +SKIP
+            >>> [f["name"] for f in meta.schema["fields"]], meta.partition_columns  # doctest: +SKIP
+            (['order_id', 'amount', 'order_date'], ('order_date',))
+        """
+        checkpoint = self.checkpoint_version
+        stop = 0 if checkpoint is None else checkpoint + 1
+        missing = [v for v in range(stop, self.latest_version + 1) if v not in self._commit_files]
+        if missing:
+            self._raise_missing(missing)  # all after the checkpoint: unreadable, not expired
+        for version in range(self.latest_version, stop - 1, -1):
+            path = self._commit_files[version]
+            action = _metadata_action(path, self._lines(version)[0], self.table_path)
+            if action is not None:
+                return _table_metadata(version, action, path, self.table_path)
+        if checkpoint is not None:
+            for path in self._checkpoint_files():
+                action = self._checkpoint_metadata_action(path)
+                if action is not None:
+                    return _table_metadata(checkpoint, action, path, self.table_path)
+        searched = f"versions {_span(stop, self.latest_version)}" if stop <= self.latest_version else "no commit"
+        raise DeltaLogUnreadableError(
+            f"the Delta log of {self.table_path} holds no metaData action (its schema) in "
+            f"{searched}{'' if checkpoint is None else f' nor in checkpoint {checkpoint}'}: the log "
+            "is damaged or was not written by a Delta writer. Restore it from a backup, or re-create the table.",
+            table_path=self.table_path,
+        )
+
+    def _checkpoint_files(self) -> list[str]:
+        # One complete checkpoint of the version: a single file (classic or V2) or every part
+        # of a multi-part one (a writer that died may have left some parts of another).
+        log_dir = os.path.join(self.table_path, LOG_FOLDER)
+        parts: dict[int, dict[int, str]] = {}
+        for name in self._checkpoint_names:
+            if match := _MULTI_PART_RE.match(name):
+                parts.setdefault(int(match.group(2)), {})[int(match.group(1))] = name
+            else:
+                return [os.path.join(log_dir, name)]
+        for total, names in parts.items():
+            if set(names) == set(range(1, total + 1)):
+                return [os.path.join(log_dir, names[i]) for i in sorted(names)]
+        raise DeltaLogUnreadableError(
+            f"the checkpoint {self.checkpoint_version} of {self.table_path} cannot be read: "
+            + ("some of its parts are missing" if parts else "no file of it is in the log (_last_checkpoint names it)")
+            + ". Restore the log from a backup, or re-create the table.",
+            table_path=self.table_path,
+        )
+
+    def _checkpoint_metadata_action(self, path: str) -> Optional[dict[str, Any]]:
+        if path.endswith(".json"):  # a V2 checkpoint's top-level file: actions, one per line
+            try:
+                with open(path, encoding="utf-8") as f:
+                    return _metadata_action(path, f.readlines(), self.table_path)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _unreadable(path, exc, self.table_path) from None
+        # Imported here: only a table whose metaData is older than its checkpoint needs it.
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            file = pq.ParquetFile(path)
+            if METADATA_ACTION not in file.schema_arrow.names:
+                return None
+            rows = file.read(columns=[METADATA_ACTION]).column(METADATA_ACTION).drop_null().to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise DeltaLogUnreadableError(
+                f"cannot read the checkpoint {path}: {exc}. Give this process read access to the "
+                "table's _delta_log, or restore the file if it is damaged.",
+                table_path=self.table_path,
+                file=path,
+            ) from None
+        return rows[-1] if rows else None
+
+    def _lines(self, version: int) -> tuple[list[str], int]:
+        """The lines of a commit file and its modification time (epoch milliseconds)."""
+        path = self._commit_files[version]
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.readlines()
+            return lines, int(os.stat(path).st_mtime * 1000)
+        except FileNotFoundError:
+            # Deleted between the listing and now: log cleanup ran meanwhile.
+            self._raise_missing([version])
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _unreadable(path, exc, self.table_path) from None
+
     def _raise_missing(self, missing: list[int]) -> NoReturn:
         checkpoint = self.checkpoint_version
         if checkpoint is None or max(missing) > checkpoint:
@@ -280,23 +413,8 @@ class DeltaLog:
         )
 
     def _read(self, version: int) -> "Commit":
-        path = self._commit_files[version]
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.readlines()
-            mtime_ms = int(os.stat(path).st_mtime * 1000)
-        except FileNotFoundError:
-            # Deleted between the listing and now: log cleanup ran meanwhile.
-            self._raise_missing([version])
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise DeltaLogUnreadableError(
-                f"cannot read {path}: {reason}. Give this process read access to the table's "
-                "_delta_log, or restore the file if it is damaged.",
-                table_path=self.table_path,
-                file=path,
-            ) from None
-        return _parse_commit(version, path, lines, mtime_ms, self.table_path)
+        lines, mtime_ms = self._lines(version)
+        return _parse_commit(version, self._commit_files[version], lines, mtime_ms, self.table_path)
 
 
 def latest_version(table_path: str) -> int:
@@ -326,6 +444,20 @@ def read_commits(table_path: str, after_version: int, up_to: Optional[int] = Non
     return DeltaLog.open(table_path).read_commits(after_version, up_to)
 
 
+def read_metadata(table_path: str) -> TableMetadata:
+    """The current ``metaData`` action (schema, partition columns) of the table at ``table_path``.
+
+    Raises:
+        DeltaTableMissingError, DeltaLogUnreadableError: see :meth:`DeltaLog.open` and
+        :meth:`DeltaLog.read_metadata`.
+
+    Example:
+        >>> read_metadata("/data/lake/landing/orders").partition_columns  # doctest: +SKIP
+        ('order_date',)
+    """
+    return DeltaLog.open(table_path).read_metadata()
+
+
 def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, table_path: str) -> Commit:
     info: dict[str, Any] = {}
     added: list[PartitionValues] = []
@@ -345,12 +477,7 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
                     if entry.get("dataChange", True) is not False:
                         files.append(_partition_values(entry.get("partitionValues")))
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            raise DeltaLogUnreadableError(
-                f"{path}:{number}: not a valid Delta action ({exc}). The commit file is damaged: "
-                "restore it from a backup, or re-create the table.",
-                table_path=table_path,
-                file=path,
-            ) from None
+            raise _damaged(path, number, exc, table_path) from None
     timestamp = info.get("inCommitTimestamp", info.get("timestamp"))
     user_metadata = info.get("userMetadata")
     return Commit(
@@ -360,6 +487,67 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
         added=tuple(added),
         removed=tuple(removed),
         user_metadata=user_metadata if isinstance(user_metadata, str) else None,
+    )
+
+
+def _metadata_action(path: str, lines: list[str], table_path: str) -> Optional[dict[str, Any]]:
+    found = None
+    for number, line in enumerate(lines, start=1):
+        # Only the lines naming it are parsed: a commit of a big table has thousands of add
+        # actions with statistics, and a metaData is rare.
+        if f'"{METADATA_ACTION}"' not in line:
+            continue
+        try:
+            action = json.loads(line)
+            if not isinstance(action, dict):
+                raise ValueError("an action must be a JSON object")
+            if METADATA_ACTION in action:
+                found = _object(action[METADATA_ACTION], METADATA_ACTION)
+        except ValueError as exc:
+            raise _damaged(path, number, exc, table_path) from None
+    return found
+
+
+def _table_metadata(version: int, action: Mapping[str, Any], path: str, table_path: str) -> TableMetadata:
+    try:
+        schema = json.loads(_string(action.get("schemaString"), "schemaString"))
+        if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
+            raise ValueError("'schemaString' must be a JSON struct type with a list of fields")
+        partition_columns = action.get("partitionColumns") or []
+        if not isinstance(partition_columns, list) or not all(isinstance(c, str) for c in partition_columns):
+            raise ValueError("'partitionColumns' must be a list of column names")
+    except ValueError as exc:
+        raise DeltaLogUnreadableError(
+            f"{path}: the metaData action of version {version} is not valid ({exc}). The log is damaged: "
+            "restore it from a backup, or re-create the table.",
+            table_path=table_path,
+            file=path,
+        ) from None
+    return TableMetadata(version, schema, tuple(partition_columns), path)
+
+
+def _string(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"'{name}' must be a string")
+    return value
+
+
+def _damaged(path: str, number: int, exc: ValueError, table_path: str) -> DeltaLogUnreadableError:
+    return DeltaLogUnreadableError(
+        f"{path}:{number}: not a valid Delta action ({exc}). The commit file is damaged: "
+        "restore it from a backup, or re-create the table.",
+        table_path=table_path,
+        file=path,
+    )
+
+
+def _unreadable(path: str, exc: Exception, table_path: str) -> DeltaLogUnreadableError:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return DeltaLogUnreadableError(
+        f"cannot read {path}: {reason}. Give this process read access to the table's "
+        "_delta_log, or restore the file if it is damaged.",
+        table_path=table_path,
+        file=path,
     )
 
 

@@ -6,7 +6,8 @@ new one on every new commit; "Observe" in the UI (or a run selecting the asset) 
 the current one. Being *observable* is what makes Dagster use those observations: the
 asset page shows the version, and a reader that read an older one is marked stale (an
 external asset that is not observable has no data version in Dagster 1.13 but
-"INITIAL", and every reader then looked stale right after its own run).
+"INITIAL", and every reader then looked stale right after its own run). Each observation
+also records the table's schema, read from the log's newest ``metaData`` action.
 
 Example:
     >>> asset = external_table_asset(AssetlakeTranslator(), TableUri("landing", "payments"),
@@ -16,11 +17,13 @@ Example:
 """
 
 import warnings
-from typing import Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import dagster as dg
+from pyspark.sql.types import StructType
 
-from assetlake_dagster.delta_log import DeltaLog
+from assetlake_dagster.delta_log import DeltaLog, DeltaLogUnreadableError, TableMetadata
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.io_manager import TABLE_METADATA_KEY
 from assetlake_dagster.lake import Lake
@@ -58,11 +61,64 @@ def external_table_asset(
                 "Point ASSETLAKE_LAKE_ROOT at a local folder or a mount of it."
             )
         path = lake.table_path(uri)
-        version = DeltaLog.open(path).latest_version
+        log = DeltaLog.open(path)
         return dg.ObserveResult(
             asset_key=spec.key,
-            data_version=dg.DataVersion(str(version)),
-            metadata={"delta_version": version, "path": dg.MetadataValue.path(path)},
+            data_version=dg.DataVersion(str(log.latest_version)),
+            # The dagster/* keys are what the asset page shows (columns, table name, location),
+            # as for the tables this project writes; the schema is read from the same listing.
+            metadata={
+                "delta_version": log.latest_version,
+                "path": dg.MetadataValue.path(path),
+                "dagster/uri": dg.MetadataValue.path(path),
+                "dagster/table_name": uri.sql_name,
+                "dagster/column_schema": delta_column_schema(log.read_metadata(), path),
+            },
         )
 
     return observe
+
+
+def delta_column_schema(metadata: TableMetadata, table_path: str) -> dg.TableSchema:
+    """A Delta log's schema -> Dagster ``TableSchema`` (``dagster/column_schema``).
+
+    Types are Spark's simple strings (``int``, ``decimal(10,2)``, ``array<string>``,
+    ``struct<a:int>``): the log's JSON is parsed by PySpark's own ``StructType.fromJson``
+    (no JVM), so they read as Spark shows them. A column's comment is its description.
+
+    Raises:
+        DeltaLogUnreadableError: the schema has a type this PySpark cannot parse.
+
+    Example:
+        >>> meta = TableMetadata(0, {"type": "struct", "fields": [{"name": "id", "type": "long",
+        ...     "nullable": False, "metadata": {"comment": "the key"}}]}, (), "_delta_log/0.json")
+        >>> (col,) = delta_column_schema(meta, "/lake/t").columns
+        >>> col.name, col.type, col.constraints.nullable, col.description
+        ('id', 'bigint', False, 'the key')
+    """
+    try:
+        schema = StructType.fromJson(dict(metadata.schema))
+    except (ValueError, KeyError, TypeError) as exc:  # PySparkValueError is a ValueError
+        raise DeltaLogUnreadableError(
+            f"{metadata.file}: the schema of version {metadata.version} cannot be parsed ({exc}). "
+            "Either a newer writer used a type this PySpark does not know (upgrade pyspark) or the log "
+            "is damaged (restore it from a backup).",
+            table_path=table_path,
+            file=metadata.file,
+        ) from None
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                name=field.name,
+                type=field.dataType.simpleString(),
+                description=_comment(field.metadata),
+                constraints=dg.TableColumnConstraints(nullable=field.nullable),
+            )
+            for field in schema.fields
+        ]
+    )
+
+
+def _comment(field_metadata: Mapping[str, Any]) -> Optional[str]:
+    comment = field_metadata.get("comment")
+    return comment if isinstance(comment, str) and comment else None
