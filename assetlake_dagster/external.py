@@ -17,8 +17,7 @@ Example:
 """
 
 import warnings
-from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Optional
 
 import dagster as dg
 from pyspark.sql.types import StructType
@@ -27,6 +26,7 @@ from assetlake_dagster.delta_log import DeltaLog, DeltaLogUnreadableError, Table
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.io_manager import TABLE_METADATA_KEY
 from assetlake_dagster.lake import Lake
+from assetlake_dagster.materialization import column_schema
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.translator import AssetlakeTranslator
 
@@ -106,19 +106,4 @@ def delta_column_schema(metadata: TableMetadata, table_path: str) -> dg.TableSch
             table_path=table_path,
             file=metadata.file,
         ) from None
-    return dg.TableSchema(
-        columns=[
-            dg.TableColumn(
-                name=field.name,
-                type=field.dataType.simpleString(),
-                description=_comment(field.metadata),
-                constraints=dg.TableColumnConstraints(nullable=field.nullable),
-            )
-            for field in schema.fields
-        ]
-    )
-
-
-def _comment(field_metadata: Mapping[str, Any]) -> Optional[str]:
-    comment = field_metadata.get("comment")
-    return comment if isinstance(comment, str) and comment else None
+    return column_schema(schema)

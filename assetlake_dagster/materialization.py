@@ -58,12 +58,18 @@ def column_schema(schema: StructType, descriptions: Optional[Mapping[str, str]] 
             dg.TableColumn(
                 name=field.name,
                 type=field.dataType.simpleString(),
-                description=described.get(field.name.lower()) or field.metadata.get("comment"),
+                description=described.get(field.name.lower()) or _comment(field.metadata),
                 constraints=dg.TableColumnConstraints(nullable=field.nullable),
             )
             for field in schema.fields
         ]
     )
+
+
+def _comment(field_metadata: Mapping[str, Any]) -> Optional[str]:
+    """A column's Delta comment (``COMMENT 'text'``), if it is a non-empty string."""
+    comment = field_metadata.get("comment")
+    return comment if isinstance(comment, str) and comment else None
 
 
 def preview_order(df: DataFrame, key: Sequence[str] = ()) -> list[str]:

@@ -18,7 +18,8 @@
 // (backfill.png) and GraphQL, the second source of truth, must report every partition
 // materialized and every unpartitioned asset materialized by a run of this backfill. Then
 // the asset page of analytics/monthly_revenue with its latest partition's metadata
-// (asset_metadata.png), the partitions of staging/orders (asset_partitions.png) and the
+// (asset_metadata.png), analytics/customer_revenue's column descriptions and column-lineage
+// table (asset_lineage.png), the partitions of staging/orders (asset_partitions.png) and the
 // graph again, now materialized (asset_graph_materialized.png).
 //
 // Then a failing data test, as the README tells users to watch one: raw/customers +
@@ -113,6 +114,7 @@ const LANDED_READER = 'staging/payments';
 const LANDED_DOWNSTREAM = 'analytics/payment_reconciliation';
 const REPO_ROOT = path.resolve(here, '..');
 const METADATA_ASSET = 'analytics/monthly_revenue';
+const LINEAGE_ASSET = 'analytics/customer_revenue';
 const PARTITIONS_ASSET = 'staging/orders';
 const VIEWPORT = { width: 1400, height: 900 };
 const ASSET_PAGE_VIEWPORT = { width: 1600, height: 900 }; // wide enough for the preview table
@@ -578,16 +580,15 @@ async function screenshotGraph(page, file) {
   await page.setViewportSize(VIEWPORT);
 }
 
-/** The asset page of METADATA_ASSET, all of it: latest materialization (its partition), row count, columns, metadata. */
-async function screenshotAssetPage(page, file) {
+/** An asset page, all of it: latest materialization, row count, columns, metadata; each of `texts` must show. */
+async function screenshotAssetPage(page, asset, texts, file) {
   await page.setViewportSize(ASSET_PAGE_VIEWPORT);
-  await page.goto(`${BASE}/assets/${METADATA_ASSET}`);
-  // '2024-03-01': the latest materialization is of the last month's partition.
-  for (const text of ['Latest materialization', '2024-03-01', 'Row count', 'Columns', 'revenue', 'delta/version', 'assetlake/preview']) {
+  await page.goto(`${BASE}/assets/${asset}`);
+  for (const text of ['Latest materialization', 'Row count', 'Columns', 'delta/version', 'assetlake/preview', ...texts]) {
     await page.getByText(text, { exact: true }).first().waitFor({ timeout: 60_000 })
-      .catch(() => fail(`"${text}" not shown on the asset page of ${METADATA_ASSET}`));
+      .catch(() => fail(`"${text}" not shown on the asset page of ${asset}`));
   }
-  await page.getByText('refunded').first().waitFor({ timeout: 10_000 }).catch(() => {}); // the preview table
+  await page.getByText('refunded').first().waitFor({ timeout: 10_000 }).catch(() => {}); // a preview table
   // The page scrolls inside its own panel: grow the window to show all of it in one picture.
   const extra = await page.evaluate(() => Math.max(0, ...[...document.querySelectorAll('*')]
     .filter((e) => /(auto|scroll)/.test(getComputedStyle(e).overflowY) && e.clientHeight > 300)
@@ -1056,7 +1057,13 @@ async function main() {
       + `(${Object.entries(PARTITIONS).map(([k, n]) => `${k}: ${n}/${n} partitions`).join(', ')})`);
 
     // 8. The asset page: latest partition, row count, schema, Delta version, preview.
-    await screenshotAssetPage(shots, path.join(SHOT_DIR, 'asset_metadata.png'));
+    // '2024-03-01': the latest materialization is of the last month's partition.
+    await screenshotAssetPage(shots, METADATA_ASSET, ['2024-03-01', 'revenue'], path.join(SHOT_DIR, 'asset_metadata.png'));
+    // Column descriptions (from '-- column' lines) in the column table, and the lineage table.
+    await screenshotAssetPage(shots, LINEAGE_ASSET, [
+      "Sum of the customer's paid order amounts; 0 without any", 'assetlake/column_lineage', 'assetlake/columns_read',
+      'staging.orders.amount', 'analytics.customers.tier',
+    ], path.join(SHOT_DIR, 'asset_lineage.png'));
 
     // 9. The daily partitions of staging/orders, all materialized.
     await screenshotPartitions(shots, path.join(SHOT_DIR, 'asset_partitions.png'));
