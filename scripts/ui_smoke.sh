@@ -22,7 +22,7 @@
 # `assetlake demo land` appends a day to the landing table: the watch sensor must run
 # staging/payments for exactly that day and the automation sensor then
 # analytics/payment_reconciliation for that day, nothing else. docs/img/asset_graph.png,
-# backfill.png, asset_metadata.png, asset_partitions.png, asset_graph_materialized.png,
+# backfill.png, asset_metadata.png, asset_lineage.png, asset_partitions.png, asset_graph_materialized.png,
 # failed_check.png, automation.png and landing_runs.png are written. `dagster dev` is always
 # stopped at the end. Exits non-zero on any failure; the temp dir (dagster log, failure
 # screenshots) is then kept.
@@ -160,4 +160,4 @@ done
 
 # --- 3. The browser. --------------------------------------------------------------------
 UI_SMOKE_DEBUG_DIR="$tmp" node "$repo/scripts/ui_smoke.mjs" "$url" "$shot_dir"
-say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_partitions.png asset_graph_materialized.png failed_check.png automation.png landing_runs.png | tr '\n' ' ')"
+say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_lineage.png asset_partitions.png asset_graph_materialized.png failed_check.png automation.png landing_runs.png | tr '\n' ' ')"
