@@ -132,15 +132,28 @@ def with_write_contract(
         >>> spec.metadata["assetlake/write"]["strategy"]  # doctest: +SKIP
         'merge'
     """
-    translated = {dg.AssetKey(uri.asset_key_path): key for uri, key in keys_by_table.items()}
     deps = [
-        dg.AssetDep(translated.get(dep.asset_key, dep.asset_key), partition_mapping=dep.partition_mapping)
+        dg.AssetDep(_translated_key(dep.asset_key, keys_by_table), partition_mapping=dep.partition_mapping)
         for dep in asset_spec.deps
     ]
     metadata = {**asset_spec.metadata, **spec.materialize.to_metadata(), **arguments_metadata(spec.arguments)}
     if lake is not None:  # the storage location, as the catalog and the materializations name it
         metadata["dagster/uri"] = dg.MetadataValue.path(lake.table_path(spec.uri))
     return asset_spec.replace_attributes(deps=deps, metadata=metadata)
+
+
+def _translated_key(key: dg.AssetKey, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> dg.AssetKey:
+    """The translated key of the table whose default key is ``key``; else ``key`` itself.
+
+    Looked up per dep, not by building a map of every table per asset: that was quadratic
+    (a 1000-file load spent about a second making asset keys).
+    """
+    if len(key.path) == 2:
+        try:
+            return keys_by_table.get(TableUri(*key.path), key)
+        except ValueError:  # not a table name: a dep the translator added
+            return key
+    return key
 
 
 def _run_sql_asset(
