@@ -20,20 +20,29 @@ FILES = {
 ORDERS, CUSTOMERS, ENRICHED = (dg.AssetKey(["s", t]) for t in ("orders", "customers", "enriched"))
 
 
-def test_a_materialization_records_the_lineage_of_each_column(spark, lake_root, tmp_path):
+def _materialize_all(files, lake_root, tmp_path):
+    """Build the project of ``files`` and materialize all of it: (definitions, instance)."""
     project = tmp_path / "project"
     project.mkdir()
-    for name, text in FILES.items():
+    for name, text in files.items():
         (project / name).write_text(text)
     defs = build_definitions(str(project), lake_root=lake_root)
     instance = dg.DagsterInstance.ephemeral()
     assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance).success
-    metadata = instance.get_latest_materialization_event(ENRICHED).asset_materialization.metadata
-    deps = {
+    return defs, instance
+
+
+def _deps(metadata):
+    return {
         column: sorted((d.asset_key.to_user_string(), d.column_name) for d in found)
         for column, found in metadata["dagster/column_lineage"].value.deps_by_column.items()
     }
-    assert deps == {
+
+
+def test_a_materialization_records_the_lineage_of_each_column(spark, lake_root, tmp_path):
+    _, instance = _materialize_all(FILES, lake_root, tmp_path)
+    metadata = instance.get_latest_materialization_event(ENRICHED).asset_materialization.metadata
+    assert _deps(metadata) == {
         "order_id": [("s/orders", "order_id")],
         "order_total": [("s/orders", "amount"), ("s/orders", "tax")],
         "name": [("s/customers", "name")],
@@ -66,22 +75,12 @@ ANNOTATED = {
 
 
 def test_column_lines_override_the_inferred_lineage_and_describe_the_columns(spark, lake_root, tmp_path):
-    project = tmp_path / "project"
-    project.mkdir()
-    for name, text in ANNOTATED.items():
-        (project / name).write_text(text)
-    defs = build_definitions(str(project), lake_root=lake_root)
+    defs, instance = _materialize_all(ANNOTATED, lake_root, tmp_path)
+    # The storage location is in the catalog (the definitions, not only the materializations).
     spec = defs.resolve_assets_def(ENRICHED).specs_by_key[ENRICHED]
-    # The storage location is in the catalog before any run.
     assert spec.metadata["dagster/uri"].value == f"{lake_root}/s/enriched"
-    instance = dg.DagsterInstance.ephemeral()
-    assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance).success
     metadata = instance.get_latest_materialization_event(ENRICHED).asset_materialization.metadata
-    deps = {
-        column: sorted((d.asset_key.to_user_string(), d.column_name) for d in found)
-        for column, found in metadata["dagster/column_lineage"].value.deps_by_column.items()
-    }
-    assert deps == {
+    assert _deps(metadata) == {
         "order_id": [("s/orders", "order_id")],
         "order_total": [("s/orders", "amount"), ("s/orders", "tax")],  # inferred, not annotated
         "name": [("s/customers", "name")],
