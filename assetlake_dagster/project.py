@@ -41,6 +41,7 @@ from assetlake_dagster.spec import (
     UpstreamSpec,
     is_identifier,
 )
+from assetlake_dagster.parse_cache import ParseCache
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_tables
 from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis, analyze_sql
 
@@ -100,12 +101,15 @@ def load_project(
     sources: dict[str, SourceText] = {}  # by spec.path, to quote lines in cross-file errors
     diagnostics: list[Diagnostic] = []
     built: dict[str, tuple[Optional[SqlAssetSpec], list[Diagnostic], Optional[SourceText]]] = {}
+    # A file whose text the cache has seen is not parsed again (parse_cache.py).
+    cache = ParseCache.open(root)
     for path in discover_sql_files(root):
         text, problem = _read(path) if not _outside(path, root) else ("", _escaping_link(path))
         if problem is not None:
             built[path] = (None, [problem], None)
             continue
-        built[path] = _build_spec(path, text)
+        built[path] = cache.build(path, text, _build_spec)
+    cache.save()
     # Custom data tests are SQL files too: the files a data_test line names are tests, not assets.
     test_files = {
         _resolve_test_path(spec, test)

@@ -28,6 +28,8 @@ if _chosen is None or os.path.basename(_chosen).startswith(_SUITE_ENGINE_PREFIX)
     # None yet, or the controller's (a worker inherits its environment): one of our own.
     os.environ["ASSETLAKE_ENGINE_DIR"] = tempfile.mkdtemp(prefix=_SUITE_ENGINE_PREFIX)
 os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
+# The parse cache of the suite's loads (and its subprocesses'): its own, not the user's.
+os.environ["ASSETLAKE_CACHE_DIR"] = tempfile.mkdtemp(prefix="assetlake-test-parse-cache-")
 
 
 #: Test folders = layers = markers: `bash scripts/test.sh -m unit` runs in seconds.
@@ -72,6 +74,7 @@ def pytest_sessionfinish(session, exitstatus):
     WarmEngine(state_dir).stop()
     if os.path.basename(state_dir).startswith(_SUITE_ENGINE_PREFIX):
         shutil.rmtree(state_dir, ignore_errors=True)  # ours, not a folder the caller chose
+    shutil.rmtree(os.environ["ASSETLAKE_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
