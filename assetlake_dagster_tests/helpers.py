@@ -105,9 +105,14 @@ def alive(pid: int) -> bool:
         return False
 
 
-def load_fuzzer():
-    """``scripts/fuzz_annotations.py`` as a module (the scripts folder is not a package)."""
-    spec = importlib.util.spec_from_file_location("fuzz_annotations", os.path.join(REPO, "scripts", "fuzz_annotations.py"))
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "scripts", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_fuzzer():
+    """``scripts/fuzz_annotations.py`` as a module."""
+    return load_script("fuzz_annotations")
