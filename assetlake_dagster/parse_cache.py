@@ -8,7 +8,8 @@ sqlglot's version, Python's), so an edited file, another working folder or anoth
 parser never gets a stale result: changing one file reparses that file only.
 
 The cache of a project folder is one pickle file under ``$ASSETLAKE_CACHE_DIR`` (default
-``~/.cache/assetlake/parse``), named after the folder. It is read once per load and
+``$XDG_CACHE_HOME/assetlake/parse``, ``~/.cache/assetlake/parse`` without it), named after
+the folder. It is read once per load and
 rewritten (atomically, by rename) only when an entry changed; entries of files no longer
 in the folder are dropped. A cache that cannot be read or written is ignored: the load
 parses. ``ASSETLAKE_PARSE_CACHE=0`` turns it off. The folder is the user's own, like
@@ -44,8 +45,11 @@ T = TypeVar("T")
 
 
 def default_cache_dir() -> str:
-    """``$ASSETLAKE_CACHE_DIR``, else ``~/.cache/assetlake/parse``."""
-    return os.environ.get(CACHE_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "parse")
+    """``$ASSETLAKE_CACHE_DIR``, else ``$XDG_CACHE_HOME/assetlake/parse`` (``~/.cache/…``)."""
+    if os.environ.get(CACHE_DIR_ENV):
+        return os.environ[CACHE_DIR_ENV]
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache_home, "assetlake", "parse")
 
 
 def parser_fingerprint() -> str:

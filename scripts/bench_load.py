@@ -15,8 +15,8 @@ first three rotated each round, so no variant always follows the same one; dbt p
         resolved), product python (``.venv``); the product's caches as the last run left them.
     ours-cold: the same after clearing every cache the product could have written: anything in the
         project folder that the generator did not write, an empty ``XDG_CACHE_HOME``, and each
-        ``--cold-clear PATH``. The product has no load cache yet: cold and warm then differ only
-        by noise, and the report says so.
+        ``--cold-clear PATH``. The product's parse cache (``parse_cache.py``) lives under
+        ``XDG_CACHE_HOME``, so a cold run parses every file and a warm one none.
     dagster-dbt: ``@dbt_assets(manifest=…)`` (unpartitioned models; the ``daily`` ones in a second
         ``@dbt_assets`` with the same ``DailyPartitionsDefinition``) + ``Definitions`` +
         ``get_repository_def()``, in the baseline venv (``.venv-bench``).
