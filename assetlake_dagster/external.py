@@ -17,7 +17,7 @@ Example:
 """
 
 import warnings
-from typing import Optional
+from typing import Any, Optional
 
 import dagster as dg
 from pyspark.sql.types import StructType
@@ -65,18 +65,25 @@ def external_table_asset(
         return dg.ObserveResult(
             asset_key=spec.key,
             data_version=dg.DataVersion(str(log.latest_version)),
-            # The dagster/* keys are what the asset page shows (columns, table name, location),
-            # as for the tables this project writes; the schema is read from the same listing.
-            metadata={
-                "delta_version": log.latest_version,
-                "path": dg.MetadataValue.path(path),
-                "dagster/uri": dg.MetadataValue.path(path),
-                "dagster/table_name": uri.sql_name,
-                "dagster/column_schema": delta_column_schema(log.read_metadata(), path),
-            },
+            metadata={"delta_version": log.latest_version, **catalog_metadata(uri, log)},
         )
 
     return observe
+
+
+def catalog_metadata(uri: TableUri, log: DeltaLog) -> dict[str, Any]:
+    """What the asset page shows of an external table (columns, table name, location), as
+    for the tables this project writes; the schema is read from the same log listing.
+
+    Raises:
+        DeltaLogUnreadableError: the log holds no readable schema.
+    """
+    return {
+        "path": dg.MetadataValue.path(log.table_path),
+        "dagster/uri": dg.MetadataValue.path(log.table_path),
+        "dagster/table_name": uri.sql_name,
+        "dagster/column_schema": delta_column_schema(log.read_metadata(), log.table_path),
+    }
 
 
 def delta_column_schema(metadata: TableMetadata, table_path: str) -> dg.TableSchema:

@@ -80,6 +80,7 @@ from assetlake_dagster.delta_log import (
     PartitionValues,
 )
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.external import catalog_metadata
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.project import Project
@@ -388,6 +389,10 @@ class _Tick:
 
     def _observation(self, table: _Watched, change: _Change) -> dg.AssetObservation:
         metadata: dict[str, Any] = {"delta_version": change.version, "path": dg.MetadataValue.path(change.path)}
+        try:  # the table's schema and location, as "Observe" records them
+            metadata.update(catalog_metadata(table.uri, DeltaLog.open(change.path)))
+        except DeltaLogError as exc:
+            self.log.warning(f"{table.uri}: observed without its schema: {exc}")
         commits = change.commits
         last = commits[-1] if commits else change.last_commit
         if last is not None:
