@@ -3,8 +3,10 @@
 The SELECT returns the current snapshot, one row per key. Each run diffs it against the
 table's current rows: a changed tracked column closes the current version and opens a new
 one, a new (or reappearing) key opens a version, and with ``deletes=close`` an absent key
-has its current version closed. All of it is one ``MERGE INTO`` (Delta's staged-updates
-pattern), so a run commits once or not at all.
+has its current version closed. The diff is computed once, in one join of the snapshot with
+the current rows, and staged; the run commits nothing when it is empty, and otherwise one
+``MERGE INTO`` (Delta's staged-updates pattern) over the staged changes, so a run commits
+once or not at all.
 
 Rules from RELIABILITY.md: change detection is NULL-safe (``<=>``, dbt-core#1516); MAP
 columns cannot be compared, so they cannot be tracked; NULL and duplicate keys fail before
@@ -28,6 +30,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.delta_sql import path_identifier, read
+from assetlake_dagster.spark_session import local_checkpoint
 from assetlake_dagster.spec import (
     HISTORY_COLUMNS,
     IS_CURRENT,
@@ -57,8 +60,15 @@ from assetlake_dagster.writes.sql import SOURCE_ALIAS, TARGET_ALIAS, change_cond
 
 #: The parameter marker every timestamp of the run is bound to.
 RUN_TS_PARAM = "run_ts"
-#: Names of the merge-key columns of the staged source; data columns may not use the prefix.
-MERGE_KEY_PREFIX = "__assetlake_merge_key_"
+#: The prefix of the staged changes' own columns; data columns may not use it.
+INTERNAL_PREFIX = "__assetlake_"
+#: Names of the merge-key columns of the MERGE's source.
+MERGE_KEY_PREFIX = f"{INTERNAL_PREFIX}merge_key_"
+#: The staged changes' column saying what a row does: one of :data:`ACTIONS`.
+ACTION_COLUMN = f"{INTERNAL_PREFIX}action"
+#: Close a key's current version and open a new one; open a first (or reappearing)
+#: version; close the current version of a key absent from the snapshot.
+ACTIONS = ("change", "open", "close")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -79,7 +89,7 @@ def to_micros(ts: dt.datetime) -> int:
     return (ts - _EPOCH) // dt.timedelta(microseconds=1)
 
 
-def history_merge_statement(
+def staged_changes_query(
     table: str,
     key: Sequence[str],
     columns: Sequence[str],
@@ -87,95 +97,97 @@ def history_merge_statement(
     close_deletes: bool,
     snapshot: str = "snapshot",
 ) -> str:
-    """The one Spark SQL MERGE a history run executes (also shown by plans).
+    """The run's diff, computed once: each snapshot row that changes the table, and with
+    ``deletes=close`` each current key absent from the snapshot, with its action.
 
-    The source is the snapshot twice (Delta's staged-updates pattern): every row with its
-    key as merge key, which matches the key's current version (closing it when a tracked
-    column changed) or, when the key has no current version, inserts it; plus, with a NULL
-    merge key, the rows whose tracked columns changed, which never match and so insert the
-    new versions. ``:run_ts`` is a bound parameter.
+    One join of the snapshot with the table's current rows (only their key and tracked
+    columns are read). The result is staged (checkpointed) before anything else reads it:
+    its counts decide whether to commit at all, and it is the MERGE's whole source, so
+    the MERGE joins the table with the changes only, not with the snapshot again.
+
+    Example:
+        >>> print(staged_changes_query("tbl", ["id"], ["id", "name"], ["name"], True, "snap"))
+        SELECT CASE WHEN t.`id` IS NULL THEN 'open' WHEN s.`id` IS NULL THEN 'close' ELSE 'change' END AS `__assetlake_action`,
+          coalesce(s.`id`, t.`id`) AS `id`, s.`name`
+        FROM snap AS s
+        FULL OUTER JOIN (SELECT `id`, `name` FROM tbl WHERE `is_current`) AS t ON t.`id` = s.`id`
+        WHERE t.`id` IS NULL OR s.`id` IS NULL OR NOT (t.`name` <=> s.`name`)
+    """
+    t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
+    keys = {k.lower() for k in key}
+    # Keys are never NULL on either side (checked before writing), so a NULL key column
+    # means "no row on that side".
+    absent_t, absent_s = f"{t}.{q(key[0])} IS NULL", f"{s}.{q(key[0])} IS NULL"
+    action = (
+        f"CASE WHEN {absent_t} THEN 'open' "
+        + (f"WHEN {absent_s} THEN 'close' " if close_deletes else "")
+        + f"ELSE 'change' END AS {q(ACTION_COLUMN)}"
+    )
+    data = ", ".join(
+        f"coalesce({s}.{q(c)}, {t}.{q(c)}) AS {q(c)}" if c.lower() in keys else f"{s}.{q(c)}" for c in columns
+    )
+    current = ", ".join(q(c) for c in dict.fromkeys([*key, *track]))
+    join = "FULL OUTER JOIN" if close_deletes else "LEFT JOIN"
+    wanted = [absent_t] + ([absent_s] if close_deletes else []) + ([change_condition(track)] if track else [])
+    return "\n".join(
+        [
+            f"SELECT {action},",
+            f"  {data}",
+            f"FROM {snapshot} AS {s}",
+            f"{join} (SELECT {current} FROM {table} WHERE {q(IS_CURRENT)}) AS {t} ON {key_condition(key)}",
+            f"WHERE {' OR '.join(wanted)}",
+        ]
+    )
+
+
+def history_merge_statement(table: str, key: Sequence[str], columns: Sequence[str], changes: str = "changes") -> str:
+    """The one Spark SQL MERGE a history run executes (also shown by plans), over the
+    staged changes (:func:`staged_changes_query`).
+
+    Delta's staged-updates pattern: a ``change`` row is in the source twice, with its key
+    as merge key (it matches the key's current version and closes it) and with a NULL
+    merge key (it never matches, so it inserts the new version); an ``open`` row only
+    inserts, a ``close`` row only closes. ``:run_ts`` is a bound parameter.
 
     Args:
         table: the target, e.g. ``delta.`/lake/s/t```.
         key: the key columns.
         columns: the data columns of the snapshot (key included), in order.
-        track: the tracked columns (non-empty unless the table has no non-key column).
-        close_deletes: close the current version of keys absent from the snapshot.
-        snapshot: the name of the snapshot view.
+        changes: the name of the staged changes' view.
 
     Example:
-        >>> print(history_merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"], ["name"], True))
+        >>> print(history_merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
         MERGE INTO delta.`/lake/s/t` AS t
         USING (
-          SELECT s.`id` AS `__assetlake_merge_key_0`, s.`id`, s.`name` FROM snapshot AS s
+          SELECT s.`id` AS `__assetlake_merge_key_0`, s.* FROM changes AS s WHERE s.`__assetlake_action` <> 'open'
           UNION ALL
-          SELECT NULL AS `__assetlake_merge_key_0`, s.`id`, s.`name` FROM snapshot AS s
-          JOIN delta.`/lake/s/t` AS t ON t.`id` = s.`id` AND t.`is_current`
-          WHERE NOT (t.`name` <=> s.`name`)
+          SELECT NULL AS `__assetlake_merge_key_0`, s.* FROM changes AS s WHERE s.`__assetlake_action` <> 'close'
         ) AS s
         ON t.`id` = s.`__assetlake_merge_key_0` AND t.`is_current`
-        WHEN MATCHED AND (NOT (t.`name` <=> s.`name`)) THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false
-        WHEN NOT MATCHED THEN INSERT (`id`, `name`, `valid_from`, `valid_to`, `is_current`) VALUES (s.`id`, s.`name`, :run_ts, NULL, true)
-        WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false
-    """
-    t, s = TARGET_ALIAS, SOURCE_ALIAS
-    q = quote_identifier
-    current = f"{t}.{q(IS_CURRENT)}"
-    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
-    data = ", ".join(f"{s}.{q(c)}" for c in columns)
-    on_key = key_condition(key)
-    matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
-    lines = [
-        f"MERGE INTO {table} AS {t}",
-        "USING (",
-        f"  SELECT {matched_keys}, {data} FROM {snapshot} AS {s}",
-    ]
-    changed = change_condition(track) if track else ""
-    if changed:
-        null_keys = ", ".join(f"NULL AS {m}" for m in merge_keys)
-        lines += [
-            "  UNION ALL",
-            f"  SELECT {null_keys}, {data} FROM {snapshot} AS {s}",
-            f"  JOIN {table} AS {t} ON {on_key} AND {current}",
-            f"  WHERE {changed}",
-        ]
-    on_merge_key = " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys))
-    close = f"UPDATE SET {q(VALID_TO)} = :{RUN_TS_PARAM}, {q(IS_CURRENT)} = false"
-    names = ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS))
-    lines += [f") AS {s}", f"ON {on_merge_key} AND {current}"]
-    if changed:
-        lines.append(f"WHEN MATCHED AND ({changed}) THEN {close}")
-    lines.append(f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({data}, :{RUN_TS_PARAM}, NULL, true)")
-    if close_deletes:
-        lines.append(f"WHEN NOT MATCHED BY SOURCE AND {current} THEN {close}")
-    return "\n".join(lines)
-
-
-def change_counts_query(
-    table: str, key: Sequence[str], track: Sequence[str], close_deletes: bool, snapshot: str
-) -> str:
-    """How many versions the MERGE would close for a change, open, and close for a delete.
-
-    Example:
-        >>> print(change_counts_query("tbl", ["id"], ["name"], False, "snap"))
-        SELECT
-          (SELECT count(*) FROM snap AS s JOIN tbl AS t ON t.`id` = s.`id` AND t.`is_current` WHERE NOT (t.`name` <=> s.`name`)) AS changed,
-          (SELECT count(*) FROM snap AS s LEFT ANTI JOIN tbl AS t ON t.`id` = s.`id` AND t.`is_current`) AS opened,
-          0 AS closed
+        WHEN MATCHED THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false
+        WHEN NOT MATCHED AND s.`__assetlake_action` <> 'close' THEN INSERT (`id`, `name`, `valid_from`, `valid_to`, `is_current`) VALUES (s.`id`, s.`name`, :run_ts, NULL, true)
     """
     t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
-    on = key_condition(key) + f" AND {t}.{q(IS_CURRENT)}"
-    changed, opened, closed = "0", "", "0"
-    if track:
-        where = change_condition(track)
-        changed = f"(SELECT count(*) FROM {snapshot} AS {s} JOIN {table} AS {t} ON {on} WHERE {where})"
-    opened = f"(SELECT count(*) FROM {snapshot} AS {s} LEFT ANTI JOIN {table} AS {t} ON {on})"
-    if close_deletes:
-        closed = (
-            f"(SELECT count(*) FROM {table} AS {t} LEFT ANTI JOIN {snapshot} AS {s} ON {on} "
-            f"WHERE {t}.{q(IS_CURRENT)})"
-        )
-    return f"SELECT\n  {changed} AS changed,\n  {opened} AS opened,\n  {closed} AS closed"
+    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
+    action = f"{s}.{q(ACTION_COLUMN)}"
+    matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
+    null_keys = ", ".join(f"NULL AS {m}" for m in merge_keys)
+    on_merge_key = " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys))
+    names = ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS))
+    data = ", ".join(f"{s}.{q(c)}" for c in columns)
+    return "\n".join(
+        [
+            f"MERGE INTO {table} AS {t}",
+            "USING (",
+            f"  SELECT {matched_keys}, {s}.* FROM {changes} AS {s} WHERE {action} <> 'open'",
+            "  UNION ALL",
+            f"  SELECT {null_keys}, {s}.* FROM {changes} AS {s} WHERE {action} <> 'close'",
+            f") AS {s}",
+            f"ON {on_merge_key} AND {t}.{q(IS_CURRENT)}",
+            f"WHEN MATCHED THEN UPDATE SET {q(VALID_TO)} = :{RUN_TS_PARAM}, {q(IS_CURRENT)} = false",
+            f"WHEN NOT MATCHED AND {action} <> 'close' THEN INSERT ({names}) VALUES ({data}, :{RUN_TS_PARAM}, NULL, true)",
+        ]
+    )
 
 
 class HistoryWrite(WriteStrategyBase):
@@ -242,8 +254,11 @@ class HistoryWrite(WriteStrategyBase):
                 + (", close absent keys" if target.close_deletes else "; absent keys stay current")
                 + "; no commit when nothing changed); the first run creates the table with one WRITE"
             ),
-            statement=history_merge_statement(
-                path_identifier(target.path), key, shown, track, target.close_deletes, snapshot="snapshot"
+            statement=(
+                "-- the changes, staged once:\n"
+                + staged_changes_query(path_identifier(target.path), key, shown, track, target.close_deletes)
+                + ";\n-- then:\n"
+                + history_merge_statement(path_identifier(target.path), key, shown)
             ),
             predicate=" AND ".join(f"{TARGET_ALIAS}.{quote_identifier(k)} = ..." for k in key)
             + f" AND {TARGET_ALIAS}.{quote_identifier(IS_CURRENT)}",
@@ -266,11 +281,11 @@ class HistoryWrite(WriteStrategyBase):
                 "Project them in the SELECT or fix key=/track=.",
                 allow_retries=False,
             )
-        clashing = [c for c in df.columns if c.lower().startswith(MERGE_KEY_PREFIX)]
+        clashing = [c for c in df.columns if c.lower().startswith(INTERNAL_PREFIX)]
         if clashing:
             raise self.fail(
                 target,
-                f"columns {clashing} use the prefix {MERGE_KEY_PREFIX!r}, which the history MERGE "
+                f"columns {clashing} use the prefix {INTERNAL_PREFIX!r}, which the history MERGE "
                 "uses internally. Rename them in the SELECT.",
                 allow_retries=False,
             )
@@ -346,8 +361,11 @@ class HistoryWrite(WriteStrategyBase):
         table = path_identifier(target.path)
         q = quote_identifier
         # valid_to counts too: a closing delete stamps valid_to without opening a version.
-        latest_ts = f"greatest({q(VALID_FROM)}, coalesce({q(VALID_TO)}, {q(VALID_FROM)}))"
-        latest = spark.sql(f"SELECT unix_micros(max({latest_ts})) AS latest FROM {table}").first()["latest"]
+        # Plain max() of each column: Delta answers them from the log's file statistics.
+        latest = spark.sql(
+            f"SELECT unix_micros(greatest(max({q(VALID_FROM)}), coalesce(max({q(VALID_TO)}), max({q(VALID_FROM)})))) "
+            f"AS latest FROM {table}"
+        ).first()["latest"]
         # Taken after the read: every run committed before it took its own timestamp earlier.
         run_ts = self._run_timestamp(run_timestamp)
         if latest is not None and to_micros(run_ts) <= latest:
@@ -359,22 +377,23 @@ class HistoryWrite(WriteStrategyBase):
                 "clock of the machine running it.",
                 allow_retries=False,
             )
-        view = f"_assetlake_snapshot_{uuid.uuid4().hex}"
+        view, changes_view = (f"_assetlake_{name}_{uuid.uuid4().hex}" for name in ("snapshot", "changes"))
         staged.createOrReplaceTempView(view)
         try:
-            counts = spark.sql(change_counts_query(table, key, track, target.close_deletes, view)).first()
-            if not (counts["changed"] or counts["opened"] or counts["closed"]):
-                version = current_version(spark, target.path)
-                return no_commit(version)
+            # The diff, computed once and staged: its counts and the MERGE both read it.
+            query = staged_changes_query(table, key, list(staged.columns), track, target.close_deletes, snapshot=view)
+            changes = local_checkpoint(spark.sql(query))
+            if not changes.take(1):
+                return no_commit(current_version(spark, target.path))
+            changes.createOrReplaceTempView(changes_view)
             # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
             # classic session and on a Spark Connect server without the Delta Connect plugin.
-            statement = history_merge_statement(
-                table, key, list(staged.columns), track, target.close_deletes, snapshot=view
-            )
+            statement = history_merge_statement(table, key, list(staged.columns), changes=changes_view)
             with stamped_session(spark, target.stamp):
                 spark.sql(statement, args={RUN_TS_PARAM: run_ts}).collect()
         finally:
             spark.catalog.dropTempView(view)
+            spark.catalog.dropTempView(changes_view)
         return result_from_history(
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )

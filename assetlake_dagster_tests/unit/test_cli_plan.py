@@ -54,7 +54,9 @@ def test_plan_history_file_prints_the_merge(capsys, tmp_path):
     path = os.path.join(os.path.realpath(tmp_path), "dim", "customer")
     assert out[3] == "strategy    history on key (id), track name, tier, deletes close"
     assert f"  MERGE INTO delta.`{path}` AS t" in out
-    assert "  WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false" in out
+    # deletes=close: the staged changes include the current keys absent from the snapshot.
+    assert "  WHERE t.`id` IS NULL OR s.`id` IS NULL OR NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`);" in out
+    assert "  WHEN MATCHED THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false" in out
 
 
 def test_plan_marks_the_partition_range_end_and_window_end_exclusive(capsys, tmp_path):

@@ -114,42 +114,54 @@ def test_stamp_round_trip():
     assert not stamp.matches("not json") and not stamp.matches(None)
 
 
-def test_history_merge_statement():
-    from assetlake_dagster.writes.history import history_merge_statement
+def test_history_changes_are_staged_from_one_join_with_the_current_rows():
+    from assetlake_dagster.writes.history import staged_changes_query
 
-    statement = history_merge_statement(
+    query = staged_changes_query(
         "delta.`/lake/dim/customer`", ["id"], ["id", "name", "tier", "email"], ["name", "tier"], True, "snap"
     )
-    assert statement == (
-        "MERGE INTO delta.`/lake/dim/customer` AS t\n"
-        "USING (\n"
-        "  SELECT s.`id` AS `__assetlake_merge_key_0`, s.`id`, s.`name`, s.`tier`, s.`email` FROM snap AS s\n"
-        "  UNION ALL\n"
-        "  SELECT NULL AS `__assetlake_merge_key_0`, s.`id`, s.`name`, s.`tier`, s.`email` FROM snap AS s\n"
-        "  JOIN delta.`/lake/dim/customer` AS t ON t.`id` = s.`id` AND t.`is_current`\n"
-        "  WHERE NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)\n"
-        ") AS s\n"
-        "ON t.`id` = s.`__assetlake_merge_key_0` AND t.`is_current`\n"
-        "WHEN MATCHED AND (NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)) "
-        "THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false\n"
-        "WHEN NOT MATCHED THEN INSERT (`id`, `name`, `tier`, `email`, `valid_from`, `valid_to`, `is_current`) "
-        "VALUES (s.`id`, s.`name`, s.`tier`, s.`email`, :run_ts, NULL, true)\n"
-        "WHEN NOT MATCHED BY SOURCE AND t.`is_current` THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false"
+    assert query == (
+        "SELECT CASE WHEN t.`id` IS NULL THEN 'open' WHEN s.`id` IS NULL THEN 'close' ELSE 'change' END "
+        "AS `__assetlake_action`,\n"
+        "  coalesce(s.`id`, t.`id`) AS `id`, s.`name`, s.`tier`, s.`email`\n"
+        "FROM snap AS s\n"
+        "FULL OUTER JOIN (SELECT `id`, `name`, `tier` FROM delta.`/lake/dim/customer` WHERE `is_current`) AS t "
+        "ON t.`id` = s.`id`\n"
+        "WHERE t.`id` IS NULL OR s.`id` IS NULL OR NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)"
     )
 
 
-def test_history_merge_statement_soft_deletes_composite_key_key_only():
+def test_history_changes_soft_deletes_composite_key_key_only():
+    from assetlake_dagster.writes.history import staged_changes_query
+
+    # Without deletes=close absent keys are no change (a LEFT JOIN); without tracked
+    # columns only new keys are.
+    assert staged_changes_query("x", ["region", "id"], ["region", "id"], [], False, "snap") == (
+        "SELECT CASE WHEN t.`region` IS NULL THEN 'open' ELSE 'change' END AS `__assetlake_action`,\n"
+        "  coalesce(s.`region`, t.`region`) AS `region`, coalesce(s.`id`, t.`id`) AS `id`\n"
+        "FROM snap AS s\n"
+        "LEFT JOIN (SELECT `region`, `id` FROM x WHERE `is_current`) AS t ON t.`region` = s.`region` AND t.`id` = s.`id`\n"
+        "WHERE t.`region` IS NULL"
+    )
+
+
+def test_history_merge_statement_reads_only_the_staged_changes():
     from assetlake_dagster.writes.history import history_merge_statement
 
-    assert history_merge_statement("x", ["region", "id"], ["region", "id"], [], False, "snap") == (
+    assert history_merge_statement("x", ["region", "id"], ["region", "id", "tier"], "chg") == (
         "MERGE INTO x AS t\n"
         "USING (\n"
-        "  SELECT s.`region` AS `__assetlake_merge_key_0`, s.`id` AS `__assetlake_merge_key_1`, "
-        "s.`region`, s.`id` FROM snap AS s\n"
+        "  SELECT s.`region` AS `__assetlake_merge_key_0`, s.`id` AS `__assetlake_merge_key_1`, s.* "
+        "FROM chg AS s WHERE s.`__assetlake_action` <> 'open'\n"
+        "  UNION ALL\n"
+        "  SELECT NULL AS `__assetlake_merge_key_0`, NULL AS `__assetlake_merge_key_1`, s.* "
+        "FROM chg AS s WHERE s.`__assetlake_action` <> 'close'\n"
         ") AS s\n"
         "ON t.`region` = s.`__assetlake_merge_key_0` AND t.`id` = s.`__assetlake_merge_key_1` AND t.`is_current`\n"
-        "WHEN NOT MATCHED THEN INSERT (`region`, `id`, `valid_from`, `valid_to`, `is_current`) "
-        "VALUES (s.`region`, s.`id`, :run_ts, NULL, true)"
+        "WHEN MATCHED THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false\n"
+        "WHEN NOT MATCHED AND s.`__assetlake_action` <> 'close' THEN INSERT "
+        "(`region`, `id`, `tier`, `valid_from`, `valid_to`, `is_current`) "
+        "VALUES (s.`region`, s.`id`, s.`tier`, :run_ts, NULL, true)"
     )
 
 
@@ -165,8 +177,9 @@ def test_history_plan_shows_the_merge():
     plan = strategy_for(WriteStrategy.HISTORY).plan(tgt, ["id", "name", "tier"])
     assert plan.operation.startswith("Delta MERGE keeping SCD2 history")
     assert "absent keys stay current" in plan.operation
-    assert "WHERE NOT (t.`tier` <=> s.`tier`)\n" in plan.statement
-    assert "NOT MATCHED BY SOURCE" not in plan.statement
+    assert "WHERE t.`id` IS NULL OR NOT (t.`tier` <=> s.`tier`);\n" in plan.statement
+    assert "LEFT JOIN" in plan.statement and "'close'" not in plan.statement.split(";")[0]
+    assert "MERGE INTO delta.`/lake/dim/c` AS t" in plan.statement
     assert plan.predicate == "t.`id` = ... AND t.`is_current`"
 
 
