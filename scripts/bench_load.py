@@ -241,6 +241,18 @@ def write_dbt_project(dag: dict, root: str) -> None:
 
 # -- the children: one fresh process per measurement ----------------------------------------
 # Both end with os._exit right after the graph is resolved: teardown is no part of a load.
+#: Both children write the graph they loaded (deps, checks...) for check_same_graph().
+DUMP_GRAPH = '''if dump != "-":
+    deps = {}
+    for key in graph.get_all_asset_keys():
+        deps[key.path[-1]] = sorted(p.path[-1] for p in graph.get(key).parent_keys)
+    checks = sorted([k.asset_key.path[-1], k.name] for k in graph.asset_check_keys)
+    materializable = sorted(k.path[-1] for k in graph.get_all_asset_keys() if graph.get(k).is_materializable)
+    partitioned = sorted(k.path[-1] for k in graph.get_all_asset_keys() if graph.get(k).partitions_def is not None)
+    with open(dump, "w") as f:
+        json.dump({"deps": deps, "checks": checks, "materializable": materializable, "partitioned": partitioned}, f)
+'''
+
 OURS_CHILD = r'''
 import time
 T0 = time.perf_counter()
@@ -282,21 +294,13 @@ T4 = time.perf_counter()
 result = {"import_dagster": T1 - T0, "import_product": T2 - T1, "build_definitions": T3 - T2,
           "resolve": T4 - T3, "total": T4 - T0, "phases": phases, "assets": len(graph.get_all_asset_keys()),
           "checks": len(graph.asset_check_keys)}
-if dump != "-":
-    deps = {}
-    for key in graph.get_all_asset_keys():
-        deps[key.path[-1]] = sorted(p.path[-1] for p in graph.get(key).parent_keys)
-    checks = sorted([k.asset_key.path[-1], k.name] for k in graph.asset_check_keys)
-    materializable = sorted(k.path[-1] for k in graph.get_all_asset_keys() if graph.get(k).is_materializable)
-    partitioned = sorted(k.path[-1] for k in graph.get_all_asset_keys() if graph.get(k).partitions_def is not None)
-    with open(dump, "w") as f:
-        json.dump({"deps": deps, "checks": checks, "materializable": materializable, "partitioned": partitioned}, f)
+__DUMP_GRAPH__
 if PROFILE:
     PROFILER.disable()
     PROFILER.dump_stats(PROFILE)
 print("RESULT " + json.dumps(result), flush=True)
 os._exit(0)
-'''
+'''.replace("__DUMP_GRAPH__\n", DUMP_GRAPH)
 
 DBT_CHILD = r'''
 import time
@@ -329,18 +333,10 @@ T4 = time.perf_counter()
 result = {"import_dagster": T1 - T0, "import_dagster_dbt": T2 - T1, "build_definitions": T3 - T2,
           "resolve": T4 - T3, "total": T4 - T0, "assets": len(graph.get_all_asset_keys()),
           "checks": len(graph.asset_check_keys)}
-if dump != "-":
-    deps = {}
-    for key in graph.get_all_asset_keys():
-        deps[key.path[-1]] = sorted(p.path[-1] for p in graph.get(key).parent_keys)
-    checks = sorted([k.asset_key.path[-1], k.name] for k in graph.asset_check_keys)
-    materializable = sorted(k.path[-1] for k in graph.get_all_asset_keys() if graph.get(k).is_materializable)
-    partitioned = sorted(k.path[-1] for k in graph.get_all_asset_keys() if graph.get(k).partitions_def is not None)
-    with open(dump, "w") as f:
-        json.dump({"deps": deps, "checks": checks, "materializable": materializable, "partitioned": partitioned}, f)
+__DUMP_GRAPH__
 print("RESULT " + json.dumps(result), flush=True)
 os._exit(0)
-'''
+'''.replace("__DUMP_GRAPH__\n", DUMP_GRAPH)
 
 
 def _run(cmd: list[str], env: dict, cwd: str, log_path: str, timeout: float = 600) -> tuple[float, str]:
