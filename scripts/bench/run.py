@@ -1,0 +1,105 @@
+"""The write benchmarks of ``BENCHMARKS.md`` (B3, B7), side by side in one process and one
+SparkSession. Run through ``bash scripts/bench.sh [B3 B7] [options]``, which sets up the venv
+(.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
+
+    .venv-bench/bin/python scripts/bench/run.py [B3 B7] [--rows N] [--b3-rows N ...] [--reps N]
+                                                [--out bench_results.json] [--deletion-vectors]
+
+Prints one line per benchmark on stdout (``B7 ratio=0.62 goal<=0.70 ok commits=1/1/1 ...``),
+progress lines on stderr, and writes every figure as JSON to ``--out``. Everything is written
+in a fresh temp folder (``--workdir`` to keep it), removed at the end.
+
+Exit code: 0 when every goal is met, 1 when one is missed, 2 on an error (unequal outputs, a
+failed write or dbt run, Ctrl-C).
+"""
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import BenchError, progress, spark_session, write_json  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+IMPLEMENTED = ("B3", "B7")
+LATER = {"B1": "SCD2 vs dbt snapshot", "B2": "365-day backfill vs microbatch",
+         "B4": "scripts/bench_load.py (not yet called from here)", "B5": "scripts/bench_engine.py --only B5",
+         "B6": "SCD2 churn x history length + plot"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("benchmarks", nargs="*", help=f"default: all implemented ({' '.join(IMPLEMENTED)})")
+    parser.add_argument("--out", default=os.path.join(REPO, "bench_results.json"))
+    parser.add_argument("--reps", type=int, default=5, help="timed repetitions per variant (after a warm-up)")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="B7 target rows (source: a tenth)")
+    parser.add_argument("--b7-reps", type=int, default=None, help="B7 repetitions (default --reps)")
+    parser.add_argument("--b3-rows", type=int, nargs="+", default=[10_000], help="B3 sizes, e.g. 10000 1000000")
+    parser.add_argument("--b3-reps-large", type=int, default=3, help="B3 repetitions at >= 1M rows")
+    parser.add_argument("--b3-strategies", nargs="+", default=None,
+                        help="B3 subset: replace merge append partition_replace history")
+    parser.add_argument("--deletion-vectors", action="store_true", help="B7: the base target has deletion vectors on")
+    parser.add_argument("--workdir", default=None, help="keep the lakes here (default: a temp folder, removed)")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    chosen = [b.upper() for b in args.benchmarks] or list(IMPLEMENTED)
+    unknown = [b for b in chosen if b not in IMPLEMENTED]
+    if unknown:
+        for b in unknown:
+            print(f"{b} not implemented here ({LATER.get(b, 'unknown benchmark')})", file=sys.stderr)
+        return 2
+    workdir = args.workdir or tempfile.mkdtemp(prefix="assetlake-bench-")
+    os.makedirs(workdir, exist_ok=True)
+    results: dict = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0]},
+        "command": " ".join(sys.argv), "benchmarks": {},
+    }
+    code = 0
+    try:
+        progress(f"starting Spark (workdir {workdir})")
+        spark = spark_session(workdir, args.cores)
+        from importlib.metadata import version
+
+        results["versions"] = {p: version(p) for p in ("pyspark", "delta-spark", "dagster", "dbt-core", "dbt-spark")}
+        for name in chosen:
+            if name == "B7":
+                import b7_merge
+
+                res = b7_merge.run(spark, workdir, args.rows, args.b7_reps or args.reps,
+                                   deletion_vectors=args.deletion_vectors)
+                results["benchmarks"]["B7"] = res
+                print(res["line"], flush=True)
+                code = max(code, 0 if res["ok"] else 1)
+            elif name == "B3":
+                import b3_overhead
+
+                for res in b3_overhead.run(spark, workdir, args.b3_rows, args.reps, args.b3_reps_large,
+                                           args.b3_strategies):
+                    results["benchmarks"][res["id"]] = res
+                    print(res["line"], flush=True)
+                    code = max(code, 0 if res["ok"] else 1)
+            write_json(args.out, results)
+    except (BenchError, Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+        results["error"] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+        print(f"error: {results['error']}", file=sys.stderr)
+        code = 2
+    finally:
+        results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        results["exit_code"] = code
+        write_json(args.out, results)
+        print(f"results: {os.path.abspath(args.out)}", flush=True)
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
