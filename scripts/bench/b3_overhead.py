@@ -174,7 +174,8 @@ def run_one(spark, workdir: str, strategy: str, n: int, reps: int, seed: int = 4
     })
     result["line"] = (
         f"{head} {'ok' if ok else 'MISSED'} commits={fmt_commits(commits)} (ours/bare) jobs={fmt_commits(jobs)} "
-        f"reps={reps} | ours={ours_s:.2f}s bare={bare_s:.2f}s ratio={ratio:.2f}"
+        f"reps={reps} | ours={ours_s:.2f}s bare={bare_s:.2f}s ratio={ratio:.2f} "
+        f"spread={result['ours']['seconds']['spread']:.0%}/{result['bare']['seconds']['spread']:.0%}"
     )
     return result
 

@@ -152,6 +152,7 @@ def run(spark, workdir: str, rows: int, reps: int, seed: int = 42, deletion_vect
         f"B7 ratio={ratio:.2f} goal<={GOAL:.2f} {'ok' if ok else 'MISSED'} commits={fmt_commits(c)} "
         f"(ours/dbt/bare) updated={fmt_commits(u)} rows={rows}/{n_source} reps={reps}"
         f"{' dv=on' if deletion_vectors else ''} | ours={ours_s:.2f}s dbt-execute={dbt_exec:.2f}s "
-        f"dbt-run={dbt_total:.2f}s bare={bare_s:.2f}s ours/dbt-run={ours_s / dbt_total:.2f} ours/bare={ours_s / bare_s:.2f}"
+        f"dbt-run={dbt_total:.2f}s bare={bare_s:.2f}s ours/dbt-run={ours_s / dbt_total:.2f} ours/bare={ours_s / bare_s:.2f} "
+        f"spread={'/'.join(format(result[v]['seconds']['spread'], '.0%') for v in ('ours', 'dbt', 'bare'))}"
     )
     return result

@@ -278,7 +278,7 @@ PHASES = {
                                          "current_version", "result_from_history"),
     "assetlake_dagster.writes.append": ("check_columns", "check_rows_in_slice", "delta_schema",
                                         "check_schema_compatible", "current_version", "result_from_history"),
-    "assetlake_dagster.writes.history": ("check_columns", "check_keys", "delta_schema", "current_version",
+    "assetlake_dagster.writes.history": ("check_columns", "check_keys", "delta_schema", "current_version", "local_checkpoint",
                                          "result_from_history"),
 }
 
