@@ -386,7 +386,9 @@ class Bench:
         self.xdg_cache = os.path.join(tmp, "xdg_cache")
         env = dict(os.environ, DAGSTER_HOME=home, XDG_CACHE_HOME=self.xdg_cache, DAGSTER_DISABLE_TELEMETRY="1",
                    DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", PYTHONDONTWRITEBYTECODE="")
+        # The parse cache then lives under XDG_CACHE_HOME, which the cold runs clear.
         for name in ("ASSETLAKE_PROJECT_DIR", "ASSETLAKE_LAKE_ROOT", "SPARK_REMOTE", "ASSETLAKE_SPARK_REMOTE",
+                     "ASSETLAKE_CACHE_DIR", "ASSETLAKE_PARSE_CACHE",
                      "PYTHONDONTWRITEBYTECODE", "PYTHONPROFILEIMPORTTIME", "DBT_PARTIAL_PARSE"):
             env.pop(name, None)
         self.env = self.ours_env = env
