@@ -367,12 +367,7 @@ class DeltaLog:
                 return None
             rows = file.read(columns=[METADATA_ACTION]).column(METADATA_ACTION).drop_null().to_pylist()
         except (OSError, pa.ArrowException) as exc:
-            raise DeltaLogUnreadableError(
-                f"cannot read the checkpoint {path}: {exc}. Give this process read access to the "
-                "table's _delta_log, or restore the file if it is damaged.",
-                table_path=self.table_path,
-                file=path,
-            ) from None
+            raise _unreadable(path, exc, self.table_path) from None
         return rows[-1] if rows else None
 
     def _lines(self, version: int) -> tuple[list[str], int]:

@@ -242,6 +242,8 @@ class _Change:
     #: the latest commit, when only read for the observation's metadata (the baseline)
     last_commit: Optional[Commit] = None
     summary: str = ""
+    #: the listing the change was read from (the observation reads the schema from it too)
+    log: Optional[DeltaLog] = None
 
 
 @dataclass
@@ -364,7 +366,7 @@ class _Tick:
                 last = log.read_commits(latest - 1, latest)[-1]
             except DeltaLogError:
                 last = None  # only for the metadata: the baseline stands without it
-            return _Change(latest, path, baseline=True, last_commit=last, summary=f"baseline at version {latest}")
+            return _Change(latest, path, baseline=True, last_commit=last, summary=f"baseline at version {latest}", log=log)
         if previous > latest:
             self.log.warning(
                 f"{uri} went back from version {previous} to {latest}: the table was re-created. "
@@ -385,12 +387,12 @@ class _Tick:
             return None
         count = len(commits) + (expired[1] - expired[0] + 1 if expired else 0)
         summary = f"{count} new commit{'s' if count != 1 else ''} (version {latest})"
-        return _Change(latest, path, commits=commits, expired=expired, summary=summary)
+        return _Change(latest, path, commits=commits, expired=expired, summary=summary, log=log)
 
     def _observation(self, table: _Watched, change: _Change) -> dg.AssetObservation:
         metadata: dict[str, Any] = {"delta_version": change.version, "path": dg.MetadataValue.path(change.path)}
         try:  # the table's schema and location, as "Observe" records them
-            metadata.update(catalog_metadata(table.uri, DeltaLog.open(change.path)))
+            metadata.update(catalog_metadata(table.uri, change.log or DeltaLog.open(change.path)))
         except DeltaLogError as exc:
             self.log.warning(f"{table.uri}: observed without its schema: {exc}")
         commits = change.commits
