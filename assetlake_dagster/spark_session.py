@@ -23,6 +23,10 @@ DELTA_EXTENSIONS = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
 
+#: Delta's session default for the deletion vectors of new tables (see
+#: ``SparkDeltaResource.deletion_vectors``).
+DELETION_VECTORS_CONF = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
+
 #: Defaults for the embedded local session; each can be overridden through ``spark_conf``.
 EMBEDDED_DEFAULTS = {
     "spark.ui.enabled": "false",

@@ -2,8 +2,11 @@
 
 Before anything is written the rows are checked for NULL and duplicate keys (Delta MERGE
 would insert both unmatched duplicates). The changed rows are found first with a
-null-safe anti-join; when there are none, no MERGE runs and no version is created (a
-no-op MERGE still commits: delta-io/delta#1812).
+null-safe anti-join and staged once (a local checkpoint): when there are none, no MERGE
+runs and no version is created (a no-op MERGE still commits: delta-io/delta#1812);
+otherwise the MERGE reads the staged rows, not the anti-join again. On a table with
+deletion vectors (``SparkDeltaResource(deletion_vectors=True)``) the MERGE writes the
+changed rows only, not every file that holds one.
 """
 
 import uuid
@@ -16,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_sql import path_identifier, read
+from assetlake_dagster.spark_session import local_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
     WritePlan,
@@ -187,8 +191,9 @@ class MergeWrite(WriteStrategyBase):
         if bound:
             current = current.where(bound)
         key = merge_key(target)
-        changes = staged if new_columns else changed_rows(staged, current, key)
-        if changes.isEmpty():
+        # The diff is evaluated once: the emptiness check and the MERGE read the staged rows.
+        changes = staged if new_columns else local_checkpoint(changed_rows(staged, current, key))
+        if not changes.take(1):
             version = current_version(spark, target.path)
             return no_commit(version)
         # MERGE through SQL, not the DeltaTable builder: the same statement runs on a

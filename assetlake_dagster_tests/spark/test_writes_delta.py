@@ -10,6 +10,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from assetlake_dagster.errors import KeyViolationError, WriteError
+from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster_tests.faults import FAILURE_MESSAGE, rows_failing_on_the_last
@@ -270,3 +271,29 @@ def test_a_failed_first_write_leaves_no_table_behind(spark, lake_root, strategy,
         good = with_partition_key(spark, good, partitions[0])
     assert strategy_for(strategy).write(spark, good, t).version == 0
     assert deltalake.DeltaTable(t.path).version() == 0
+
+
+
+def test_with_deletion_vectors_a_merge_rewrites_only_the_changed_rows(spark, lake_root):
+    """B7's premise: with ``SparkDeltaResource(deletion_vectors=True)`` (Delta's session default)
+    a new merge table has deletion vectors, and a MERGE into it copies no unchanged row."""
+    key = ("id",)
+    t = target(lake_root, WriteStrategy.MERGE, "run1", key=key)
+    many = [(i, f"n{i}", float(i)) for i in range(200)]
+    conf = SparkDeltaResource(lake_root=lake_root, deletion_vectors=True).effective_spark_conf()
+    for name, value in conf.items():
+        spark.conf.set(name, value)
+    try:
+        write(spark, many, t)
+    finally:
+        for name in conf:
+            spark.conf.unset(name)
+    properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{t.path}`").collect()}
+    assert properties.get("delta.enableDeletionVectors") == "true"
+    changed = [(i, f"n{i}", float(i) + (0.5 if i == 7 else 0)) for i in range(200)]
+    result = write(spark, changed, target(lake_root, WriteStrategy.MERGE, "run2", key=key))
+    metrics = result.operation_metrics
+    assert metrics["numTargetRowsUpdated"] == "1"
+    assert metrics["numTargetRowsCopied"] == "0"  # without deletion vectors: the file's other 199 rows
+    assert int(metrics["numTargetDeletionVectorsAdded"]) >= 1
+    assert rows(spark, t.path) == sorted(changed)

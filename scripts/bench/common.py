@@ -101,15 +101,20 @@ def write_delta(spark, sql: str, path: str, partition_by: Sequence[str] = (), fi
     writer.save(path)
 
 
-def fresh_copy(spark, base: str, target: str, managed: bool = False) -> None:
+def fresh_copy(spark, base: str, target: str, managed: bool = False, properties: Optional[dict] = None) -> None:
     """``target`` (a path, or with ``managed`` a catalog table name) becomes an identical copy of
-    the base table at path ``base``: a SHALLOW CLONE (metadata only; the base is never written)."""
+    the base table at path ``base``: a SHALLOW CLONE (metadata only; the base is never written).
+    ``properties``: table properties the copy gets in the cloning commit (the ones the product
+    gives the tables it creates, e.g. deletion vectors)."""
+    props = ""
+    if properties:
+        props = " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in properties.items()) + ")"
     if managed:
         spark.sql(f"DROP TABLE IF EXISTS {target}")
-        spark.sql(f"CREATE TABLE {target} SHALLOW CLONE {path_ident(base)}")
+        spark.sql(f"CREATE TABLE {target} SHALLOW CLONE {path_ident(base)}{props}")
     else:
         shutil.rmtree(target, ignore_errors=True)
-        spark.sql(f"CREATE TABLE {path_ident(target)} SHALLOW CLONE {path_ident(base)}")
+        spark.sql(f"CREATE TABLE {path_ident(target)} SHALLOW CLONE {path_ident(base)}{props}")
 
 
 # -- Delta history -----------------------------------------------------------------------------
@@ -349,3 +354,82 @@ def phases_text(profile: dict) -> str:
     parts = sorted(profile["phases"].items(), key=lambda kv: -kv[1]["seconds"])
     return f"total {profile['total_seconds']:.2f}s/{profile['spark_jobs']} jobs: " + ", ".join(
         f"{k} {v['seconds']:.2f}s/{v['spark_jobs']}j x{v['calls']}" for k, v in parts)
+
+
+# -- uneven repetitions (B2: slow anchors) ---------------------------------------------------
+def measure_uneven(
+    spark, label: str, variants: Sequence[Variant], reps: dict, ignore: Sequence[str] = (),
+    normalize: Optional[dict] = None,
+) -> dict:
+    """:func:`measure_interleaved` for variants that cannot all repeat as often: ``reps`` maps a
+    variant's name to its timed repetitions (absent: 1).
+
+    Warm-up: a variant whose ``extra`` has a ``"warmup"`` callable runs its ``setup`` and that
+    (a short version of itself, untimed; for slow anchors), every other variant a full
+    untimed :func:`run_once`. When every variant had a full warm-up the outputs are compared
+    then; otherwise right after the first round (which holds every variant), before any figure
+    is summarized: unequal outputs raise :class:`BenchError` and no timing counts. Round ``r``
+    runs, in an order rotated each round, the variants with more than ``r`` repetitions.
+    ``normalize``: per variant name, a function of its output DataFrame (e.g. dropping or
+    renaming the columns a tool adds) applied before the comparison.
+    """
+    out: dict[str, Any] = {v.name: {"warmup": None, "reps": []} for v in variants}
+    full_warmups = True
+    for v in variants:
+        progress(f"{label} warm-up {v.name}")
+        warm = v.extra.get("warmup")
+        if callable(warm):
+            full_warmups = False
+            v.setup()
+            t0 = time.perf_counter()
+            warm()
+            out[v.name]["warmup"] = {"seconds": time.perf_counter() - t0, "short": True}
+        else:
+            out[v.name]["warmup"] = run_once(spark, v)
+        progress(f"{label} warm-up {v.name}: {out[v.name]['warmup']['seconds']:.2f}s")
+
+    def compare() -> dict:
+        progress(f"{label} comparing the outputs of {', '.join(v.name for v in variants)}")
+        named = {}
+        for v in variants:
+            df = v.output()
+            if normalize and v.name in normalize:
+                df = normalize[v.name](df)
+            named[v.name] = df
+        equality = check_equal(spark, named, ignore=ignore)
+        progress(f"{label} outputs equal ({equality['rows']} rows)")
+        return equality
+
+    equality = compare() if full_warmups else None
+    counts = {v.name: max(1, int(reps.get(v.name, 1))) for v in variants}
+    for rep in range(max(counts.values())):
+        k = rep % len(variants)
+        for v in list(variants[k:]) + list(variants[:k]):
+            if rep >= counts[v.name]:
+                continue
+            figures = run_once(spark, v)
+            out[v.name]["reps"].append(figures)
+            progress(
+                f"{label} rep {rep + 1}/{counts[v.name]} {v.name}: {figures['seconds']:.2f}s "
+                f"commits={figures['commits']} jobs={figures['spark_jobs']}"
+            )
+        if equality is None:
+            equality = compare()
+    for v in variants:
+        if v.name == "ours":  # one more run, untimed for the ratios: where ours spends its time
+            v.setup()
+            out[v.name]["profile"] = profile_phases(spark, v.run)
+            progress(f"{label} ours phases: {phases_text(out[v.name]['profile'])}")
+    for v in variants:
+        reps_ = out[v.name]["reps"]
+        out[v.name]["seconds"] = summary([r["seconds"] for r in reps_])
+        for key in ("commits", "spark_jobs", "rows_updated", "rows_inserted"):
+            vals = [r[key] for r in reps_ if r.get(key) is not None]
+            out[v.name][key] = statistics.median(vals) if vals else None
+        for key in set(reps_[0]) - {"seconds", "commits", "spark_jobs", "rows_updated", "rows_inserted",
+                                     "operations", "operationMetrics"}:
+            vals = [r[key] for r in reps_ if isinstance(r.get(key), (int, float))]
+            if vals:
+                out[v.name][key] = summary(vals)
+    out["equality"] = equality
+    return out
