@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The benchmarks of BENCHMARKS.md that compare writes side by side (today B3 and B7), in one
+# The benchmarks of BENCHMARKS.md that compare writes side by side (today B1, B3 and B7), in one
 # process and one SparkSession:
 #
-#   bash scripts/bench.sh [B3 B7] [--rows 1000000] [--b3-rows 10000 1000000] [--reps 5]
+#   bash scripts/bench.sh [B1 B3 B7] [--rows 1000000] [--b3-rows 10000 1000000] [--reps 5]
 #                         [--b7-reps N] [--out bench_results.json] [--deletion-vectors]
 #
-# Default: every implemented benchmark (B3 at 10k rows, B7 at 1M/100k rows, 5 repetitions).
+# Default: every implemented benchmark (B1 at 1M+1M rows, B3 at 10k rows, B7 at 1M/100k rows, 5 repetitions).
 # Prints one line per benchmark (`B7 ratio=0.62 goal<=0.70 ok commits=1/1/1 ...`) on stdout,
 # progress on stderr, and writes every figure to --out (default ./bench_results.json).
-# Exit code: 0 every goal met, 1 one missed, 2 error. B1, B2 and B6 are not implemented yet;
+# Exit code: 0 every goal met, 1 one missed, 2 error. B2 and B6 are not implemented yet;
 # B4 is scripts/bench_load.py and B5 scripts/bench_engine.py --only B5 (product venv).
 #
 # Setup (idempotent): the product venv (scripts/setup.sh: .venv and the Delta jars), and the

@@ -27,8 +27,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchError, progress, spark_session, write_json  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-IMPLEMENTED = ("B3", "B7")
-LATER = {"B1": "SCD2 vs dbt snapshot", "B2": "365-day backfill vs microbatch",
+IMPLEMENTED = ("B1", "B3", "B7")
+#: The table properties of a table the product creates with SparkDeltaResource(deletion_vectors=True).
+DELETION_VECTORS = {"delta.enableDeletionVectors": "true"}
+LATER = {"B2": "365-day backfill vs microbatch",
          "B4": "scripts/bench_load.py (not yet called from here)", "B5": "scripts/bench_engine.py --only B5",
          "B6": "SCD2 churn x history length + plot"}
 
@@ -44,7 +46,12 @@ def main() -> int:
     parser.add_argument("--b3-reps-large", type=int, default=3, help="B3 repetitions at >= 1M rows")
     parser.add_argument("--b3-strategies", nargs="+", default=None,
                         help="B3 subset: replace merge append partition_replace history")
-    parser.add_argument("--deletion-vectors", action="store_true", help="B7: the base target has deletion vectors on")
+    parser.add_argument("--b1-rows", type=int, default=1_000_000, help="B1 keys (history: N current + N closed)")
+    parser.add_argument("--b1-reps", type=int, default=None, help="B1 repetitions (default --reps)")
+    parser.add_argument("--ours-deletion-vectors", action=argparse.BooleanOptionalAction, default=True,
+                        help="B1, B7: ours (and bare) start from a table with deletion vectors, as the product "
+                        "creates it with SparkDeltaResource(deletion_vectors=True) (default: on)")
+    parser.add_argument("--deletion-vectors", action="store_true", help="B7: the base target (so dbt's table too) has deletion vectors on; ours and bare always get the product's table properties")
     parser.add_argument("--workdir", default=None, help="keep the lakes here (default: a temp folder, removed)")
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
@@ -68,12 +75,20 @@ def main() -> int:
         from importlib.metadata import version
 
         results["versions"] = {p: version(p) for p in ("pyspark", "delta-spark", "dagster", "dbt-core", "dbt-spark")}
+        ours_props = DELETION_VECTORS if args.ours_deletion_vectors else None
         for name in chosen:
-            if name == "B7":
+            if name == "B1":
+                import b1_scd2
+
+                res = b1_scd2.run(spark, workdir, args.b1_rows, args.b1_reps or args.reps, table_properties=ours_props)
+                results["benchmarks"]["B1"] = res
+                print(res["line"], flush=True)
+                code = max(code, 0 if res["ok"] else 1)
+            elif name == "B7":
                 import b7_merge
 
                 res = b7_merge.run(spark, workdir, args.rows, args.b7_reps or args.reps,
-                                   deletion_vectors=args.deletion_vectors)
+                                   deletion_vectors=args.deletion_vectors, table_properties=ours_props)
                 results["benchmarks"]["B7"] = res
                 print(res["line"], flush=True)
                 code = max(code, 0 if res["ok"] else 1)
