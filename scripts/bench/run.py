@@ -27,12 +27,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchError, progress, spark_session, write_json  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-IMPLEMENTED = ("B1", "B3", "B7")
+IMPLEMENTED = ("B1", "B2", "B3", "B7")
 #: The table properties of a table the product creates with SparkDeltaResource(deletion_vectors=True).
 DELETION_VECTORS = {"delta.enableDeletionVectors": "true"}
-LATER = {"B2": "365-day backfill vs microbatch",
-         "B4": "scripts/bench_load.py (not yet called from here)", "B5": "scripts/bench_engine.py --only B5",
-         "B6": "SCD2 churn x history length + plot"}
+LATER = {"B4": "scripts/bench_load.py (not yet called from here)", "B5": "scripts/bench_engine.py --only B5",
+          "B6": "SCD2 churn x history length + plot"}
 
 
 def main() -> int:
@@ -48,6 +47,11 @@ def main() -> int:
                         help="B3 subset: replace merge append partition_replace history")
     parser.add_argument("--b1-rows", type=int, default=1_000_000, help="B1 keys (history: N current + N closed)")
     parser.add_argument("--b1-reps", type=int, default=None, help="B1 repetitions (default --reps)")
+    parser.add_argument("--b2-days", type=int, default=365, help="B2 days backfilled (1..1000)")
+    parser.add_argument("--b2-rows-per-day", type=int, default=10_000, help="B2 source rows per day")
+    parser.add_argument("--b2-reps", type=int, default=None, help="B2 repetitions of ours (default --reps)")
+    parser.add_argument("--b2-anchor-reps", type=int, default=1,
+                        help="B2 repetitions of the 365 single-partition runs and of dbt microbatch (slow: minutes each)")
     parser.add_argument("--ours-deletion-vectors", action=argparse.BooleanOptionalAction, default=True,
                         help="B1, B7: ours (and bare) start from a table with deletion vectors, as the product "
                         "creates it with SparkDeltaResource(deletion_vectors=True) (default: on)")
@@ -82,6 +86,14 @@ def main() -> int:
 
                 res = b1_scd2.run(spark, workdir, args.b1_rows, args.b1_reps or args.reps, table_properties=ours_props)
                 results["benchmarks"]["B1"] = res
+                print(res["line"], flush=True)
+                code = max(code, 0 if res["ok"] else 1)
+            elif name == "B2":
+                import b2_backfill
+
+                res = b2_backfill.run(spark, workdir, args.b2_days, args.b2_rows_per_day,
+                                      args.b2_reps or args.reps, args.b2_anchor_reps)
+                results["benchmarks"]["B2"] = res
                 print(res["line"], flush=True)
                 code = max(code, 0 if res["ok"] else 1)
             elif name == "B7":
