@@ -49,7 +49,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from assetlake_dagster.errors import AssetlakeError
@@ -135,6 +135,8 @@ class Commit:
             a file of an unpartitioned table).
         removed: the same for each file removed with ``dataChange`` true.
         user_metadata: ``commitInfo.userMetadata``, if any.
+        operation_metrics: ``commitInfo.operationMetrics`` (values as Delta writes them:
+            strings), as ``DESCRIBE HISTORY`` shows them.
 
     Example:
         >>> c = Commit(3, 1704067200000, "WRITE", added=({"day": "2024-01-01"},))
@@ -148,6 +150,7 @@ class Commit:
     added: tuple[PartitionValues, ...] = ()
     removed: tuple[PartitionValues, ...] = ()
     user_metadata: Optional[str] = None
+    operation_metrics: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def timestamp(self) -> dt.datetime:
@@ -475,6 +478,7 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
             raise _damaged(path, number, exc, table_path) from None
     timestamp = info.get("inCommitTimestamp", info.get("timestamp"))
     user_metadata = info.get("userMetadata")
+    metrics = info.get("operationMetrics")
     return Commit(
         version=version,
         timestamp_ms=int(timestamp) if isinstance(timestamp, (int, float)) else mtime_ms,
@@ -482,6 +486,7 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
         added=tuple(added),
         removed=tuple(removed),
         user_metadata=user_metadata if isinstance(user_metadata, str) else None,
+        operation_metrics={str(k): str(v) for k, v in metrics.items()} if isinstance(metrics, dict) else {},
     )
 
 

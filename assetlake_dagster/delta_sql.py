@@ -14,10 +14,13 @@ from typing import Optional
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
-#: What Delta answers ``DESCRIBE DETAIL`` on a path that holds no Delta table.
-NOT_A_DELTA_TABLE = "DELTA_MISSING_DELTA_TABLE"
-
+#: What Spark and Delta answer for a path that holds no Delta table: a missing path, a
+#: folder without a log (or with an empty one), a folder of plain Parquet.
+NOT_A_DELTA_TABLE = frozenset(
+    {"DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_NOT_FOUND", "DELTA_TABLE_ONLY_OPERATION", "PATH_NOT_FOUND"}
+)
 
 def path_identifier(path: str) -> str:
     """The SQL name of the Delta table at ``path``.
@@ -33,13 +36,22 @@ def path_identifier(path: str) -> str:
 
 def is_delta_table(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` holds a Delta table (a missing path is not one)."""
+    return table_schema(spark, path) is not None
+
+
+def table_schema(spark: SparkSession, path: str) -> Optional[StructType]:
+    """The schema of the Delta table at ``path`` (its latest version), or ``None``.
+
+    Analysis only, no Spark job: Delta loads the latest snapshot's protocol and metadata.
+    ``DESCRIBE DETAIL``, used here before, also sums every file of the version (4 Spark jobs
+    and about 0.5-2 s after each commit, on every write).
+    """
     try:
-        spark.sql(f"DESCRIBE DETAIL {path_identifier(path)}").select("format").collect()
+        return read(spark, path).schema
     except AnalysisException as exc:
-        if exc.getCondition() == NOT_A_DELTA_TABLE:
-            return False
+        if exc.getCondition() in NOT_A_DELTA_TABLE:
+            return None
         raise
-    return True
 
 
 def history(spark: SparkSession, path: str, limit: Optional[int] = None) -> DataFrame:

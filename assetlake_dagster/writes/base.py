@@ -15,7 +15,7 @@ from typing import Any, Optional
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from assetlake_dagster.delta_sql import is_delta_table, read
+from assetlake_dagster.delta_sql import is_delta_table, read, table_schema
 from assetlake_dagster.errors import WriteError
 from assetlake_dagster.spec import PARTITION_COLUMN, RESERVED_COLUMNS, MaterializeSpec, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
@@ -222,9 +222,7 @@ def check_schema_compatible(
 
 def delta_schema(spark: SparkSession, path: str) -> Optional[StructType]:
     """The schema of the Delta table at ``path``, or ``None`` if there is no table."""
-    if not is_delta_table(spark, path):
-        return None
-    return read(spark, path).schema
+    return table_schema(spark, path)
 
 
 def staged_scope_text(target: WriteTarget) -> str:
