@@ -207,11 +207,16 @@ def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> O
     """
     if reads_log_here(path):
         return _find_stamped_commit_in_log(path, stamp)
-    entries = (
-        history(spark, path, HISTORY_SEARCH_DEPTH)
-        .select("version", "operation", "operationMetrics", "userMetadata")
-        .collect()
-    )
+    try:
+        entries = (
+            history(spark, path, HISTORY_SEARCH_DEPTH)
+            .select("version", "operation", "operationMetrics", "userMetadata")
+            .collect()
+        )
+    except AnalysisException as exc:
+        if exc.getCondition() in NOT_A_DELTA_TABLE:
+            return None
+        raise
     for row in entries:  # newest first
         if stamp.matches(row["userMetadata"]):
             return row.asDict(recursive=True)
