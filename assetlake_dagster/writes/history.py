@@ -56,7 +56,15 @@ from assetlake_dagster.writes.commit import (
     stamped_session,
     table_lock,
 )
-from assetlake_dagster.writes.sql import SOURCE_ALIAS, TARGET_ALIAS, change_condition, check_keys, key_condition
+from assetlake_dagster.writes.sql import (
+    SAMPLE_SIZE,
+    SOURCE_ALIAS,
+    TARGET_ALIAS,
+    change_condition,
+    check_keys,
+    key_condition,
+    raise_key_violations,
+)
 
 #: The parameter marker every timestamp of the run is bound to.
 RUN_TS_PARAM = "run_ts"
@@ -66,9 +74,12 @@ INTERNAL_PREFIX = "__assetlake_"
 MERGE_KEY_PREFIX = f"{INTERNAL_PREFIX}merge_key_"
 #: The staged changes' column saying what a row does: one of :data:`ACTIONS`.
 ACTION_COLUMN = f"{INTERNAL_PREFIX}action"
+#: How many snapshot rows share a row's key (a duplicate when more than one).
+KEY_ROWS_COLUMN = f"{INTERNAL_PREFIX}key_rows"
 #: Close a key's current version and open a new one; open a first (or reappearing)
-#: version; close the current version of a key absent from the snapshot.
-ACTIONS = ("change", "open", "close")
+#: version; close the current version of a key absent from the snapshot; a snapshot row
+#: whose key is NULL or duplicated (the run fails, naming them, before any MERGE).
+ACTIONS = ("change", "open", "close", "invalid")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -98,42 +109,49 @@ def staged_changes_query(
     snapshot: str = "snapshot",
 ) -> str:
     """The run's diff, computed once: each snapshot row that changes the table, and with
-    ``deletes=close`` each current key absent from the snapshot, with its action.
+    ``deletes=close`` each current key absent from the snapshot, with its action; and each
+    snapshot row whose key is NULL or duplicated, as ``invalid``.
 
     One join of the snapshot with the table's current rows (only their key and tracked
-    columns are read). The result is staged (checkpointed) before anything else reads it:
-    its counts decide whether to commit at all, and it is the MERGE's whole source, so
-    the MERGE joins the table with the changes only, not with the snapshot again.
+    columns are read). The key check rides along: the rows per key are counted by a window
+    partitioned on the key, which the join on the key reuses, so it costs no pass of its
+    own. The result is staged (checkpointed) before anything else reads it: its invalid
+    rows fail the run, its counts decide whether to commit at all, and it is the MERGE's
+    whole source, so the MERGE joins the table with the changes only.
 
     Example:
         >>> print(staged_changes_query("tbl", ["id"], ["id", "name"], ["name"], True, "snap"))
-        SELECT CASE WHEN t.`id` IS NULL THEN 'open' WHEN s.`id` IS NULL THEN 'close' ELSE 'change' END AS `__assetlake_action`,
-          coalesce(s.`id`, t.`id`) AS `id`, s.`name`
-        FROM snap AS s
+        SELECT CASE WHEN s.`__assetlake_key_rows` > 1 OR s.`id` IS NULL AND s.`__assetlake_key_rows` IS NOT NULL THEN 'invalid' WHEN t.`id` IS NULL THEN 'open' WHEN s.`__assetlake_key_rows` IS NULL THEN 'close' ELSE 'change' END AS `__assetlake_action`,
+          coalesce(s.`id`, t.`id`) AS `id`, s.`name`, s.`__assetlake_key_rows`
+        FROM (SELECT *, count(*) OVER (PARTITION BY `id`) AS `__assetlake_key_rows` FROM snap) AS s
         FULL OUTER JOIN (SELECT `id`, `name` FROM tbl WHERE `is_current`) AS t ON t.`id` = s.`id`
-        WHERE t.`id` IS NULL OR s.`id` IS NULL OR NOT (t.`name` <=> s.`name`)
+        WHERE s.`__assetlake_key_rows` > 1 OR s.`id` IS NULL AND s.`__assetlake_key_rows` IS NOT NULL OR t.`id` IS NULL OR s.`__assetlake_key_rows` IS NULL OR NOT (t.`name` <=> s.`name`)
     """
     t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
     keys = {k.lower() for k in key}
-    # Keys are never NULL on either side (checked before writing), so a NULL key column
-    # means "no row on that side".
-    absent_t, absent_s = f"{t}.{q(key[0])} IS NULL", f"{s}.{q(key[0])} IS NULL"
+    rows = f"{s}.{q(KEY_ROWS_COLUMN)}"
+    # A current row's key is never NULL (checked when it was written), so a NULL key on the
+    # table's side means "no current row"; the snapshot side has no row when its count is NULL.
+    absent_t, absent_s = f"{t}.{q(key[0])} IS NULL", f"{rows} IS NULL"
+    null_key = " OR ".join(f"{s}.{q(k)} IS NULL" for k in key)
+    invalid = f"{rows} > 1 OR " + (f"({null_key})" if len(key) > 1 else null_key) + f" AND {rows} IS NOT NULL"
     action = (
-        f"CASE WHEN {absent_t} THEN 'open' "
+        f"CASE WHEN {invalid} THEN 'invalid' WHEN {absent_t} THEN 'open' "
         + (f"WHEN {absent_s} THEN 'close' " if close_deletes else "")
         + f"ELSE 'change' END AS {q(ACTION_COLUMN)}"
     )
     data = ", ".join(
         f"coalesce({s}.{q(c)}, {t}.{q(c)}) AS {q(c)}" if c.lower() in keys else f"{s}.{q(c)}" for c in columns
     )
+    partition = ", ".join(q(k) for k in key)
     current = ", ".join(q(c) for c in dict.fromkeys([*key, *track]))
     join = "FULL OUTER JOIN" if close_deletes else "LEFT JOIN"
-    wanted = [absent_t] + ([absent_s] if close_deletes else []) + ([change_condition(track)] if track else [])
+    wanted = [invalid, absent_t] + ([absent_s] if close_deletes else []) + ([change_condition(track)] if track else [])
     return "\n".join(
         [
             f"SELECT {action},",
-            f"  {data}",
-            f"FROM {snapshot} AS {s}",
+            f"  {data}, {rows}",
+            f"FROM (SELECT *, count(*) OVER (PARTITION BY {partition}) AS {q(KEY_ROWS_COLUMN)} FROM {snapshot}) AS {s}",
             f"{join} (SELECT {current} FROM {table} WHERE {q(IS_CURRENT)}) AS {t} ON {key_condition(key)}",
             f"WHERE {' OR '.join(wanted)}",
         ]
@@ -294,13 +312,13 @@ class HistoryWrite(WriteStrategyBase):
         self._check_trackable(target, df, track)
         staged = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            check_keys(self, staged, target)
             # From here to the commit no other history run on this table may commit: a run
             # that checked its timestamp against the table before another committed would
             # close that run's versions before they began.
             with table_lock(spark, target.path):
                 existing = delta_schema(spark, target.path)
                 if existing is None:
+                    check_keys(self, staged, target)  # a later run checks them in its diff
                     return self._create(spark, staged, target, self._run_timestamp(run_timestamp))
                 return self._merge(spark, staged, target, key, track, run_timestamp)
         finally:
@@ -383,6 +401,7 @@ class HistoryWrite(WriteStrategyBase):
             # The diff, computed once and staged: its counts and the MERGE both read it.
             query = staged_changes_query(table, key, list(staged.columns), track, target.close_deletes, snapshot=view)
             changes = local_checkpoint(spark.sql(query))
+            self._check_staged_keys(changes, target, key)
             if not changes.take(1):
                 return no_commit(current_version(spark, target.path))
             changes.createOrReplaceTempView(changes_view)
@@ -397,6 +416,18 @@ class HistoryWrite(WriteStrategyBase):
         return result_from_history(
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )
+
+    def _check_staged_keys(self, changes: DataFrame, target: WriteTarget, key: Sequence[str]) -> None:
+        """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
+        invalid = changes.where(changes[ACTION_COLUMN] == "invalid").limit(4 * SAMPLE_SIZE).collect()
+        if not invalid:
+            return
+        found: dict[tuple, dict] = {}
+        for row in invalid:
+            found.setdefault(tuple(row[k] for k in key), {**{k: row[k] for k in key}, "_rows": row[KEY_ROWS_COLUMN]})
+        nulls = [r for r in found.values() if any(r[k] is None for k in key)][:SAMPLE_SIZE]
+        dups = [r for r in found.values() if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
+        raise_key_violations(self, target, key, nulls, dups)
 
     def _check_frozen_schema(self, target: WriteTarget, staged: DataFrame, table_df: DataFrame) -> None:
         managed = {c.lower() for c in HISTORY_COLUMNS}

@@ -89,6 +89,17 @@ def check_keys(
     """
     key = tuple(key or target.key)
     nulls, dups = find_key_violations(staged, key)
+    raise_key_violations(strategy, target, key, nulls, dups)
+
+
+def raise_key_violations(
+    strategy: WriteStrategyBase, target: WriteTarget, key: Sequence[str], nulls: list[dict], dups: list[dict]
+) -> None:
+    """Raise :class:`KeyViolationError` naming the NULL and duplicated keys found, if any.
+
+    ``nulls`` and ``dups``: up to :data:`SAMPLE_SIZE` each, as dicts of the key columns and
+    ``_rows`` (how many rows hold that key), as :func:`find_key_violations` returns them.
+    """
     problems = []
     if nulls:
         problems.append(f"NULL keys, e.g. {_render(nulls, key)}")

@@ -175,6 +175,13 @@ def test_commit_is_stamped(spark, path):
             "NULL keys, e.g. (id=None) x1. Each key (id) must appear once and be non-NULL",
             id="null-key",
         ),
+        # The key check rides on the diff: a duplicated key whose rows change nothing (both
+        # equal the current version) must fail too, not vanish from the diff.
+        pytest.param(
+            [(1, "ann", "gold"), (1, "ann", "gold"), (2, "bob", "silver"), (3, "cy", "bronze")],
+            "duplicate keys, e.g. (id=1) x2. Each key (id) must appear once and be non-NULL",
+            id="duplicate-unchanged-key",
+        ),
     ],
 )
 def test_bad_keys_fail_before_writing(spark, path, rows, message):

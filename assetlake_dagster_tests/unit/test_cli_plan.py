@@ -55,7 +55,10 @@ def test_plan_history_file_prints_the_merge(capsys, tmp_path):
     assert out[3] == "strategy    history on key (id), track name, tier, deletes close"
     assert f"  MERGE INTO delta.`{path}` AS t" in out
     # deletes=close: the staged changes include the current keys absent from the snapshot.
-    assert "  WHERE t.`id` IS NULL OR s.`id` IS NULL OR NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`);" in out
+    assert (
+        "  WHERE s.`__assetlake_key_rows` > 1 OR s.`id` IS NULL AND s.`__assetlake_key_rows` IS NOT NULL OR t.`id` IS NULL "
+        "OR s.`__assetlake_key_rows` IS NULL OR NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`);"
+    ) in out
     assert "  WHEN MATCHED THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false" in out
 
 

@@ -121,13 +121,15 @@ def test_history_changes_are_staged_from_one_join_with_the_current_rows():
         "delta.`/lake/dim/customer`", ["id"], ["id", "name", "tier", "email"], ["name", "tier"], True, "snap"
     )
     assert query == (
-        "SELECT CASE WHEN t.`id` IS NULL THEN 'open' WHEN s.`id` IS NULL THEN 'close' ELSE 'change' END "
-        "AS `__assetlake_action`,\n"
-        "  coalesce(s.`id`, t.`id`) AS `id`, s.`name`, s.`tier`, s.`email`\n"
-        "FROM snap AS s\n"
+        "SELECT CASE WHEN s.`__assetlake_key_rows` > 1 OR s.`id` IS NULL AND s.`__assetlake_key_rows` IS NOT NULL "
+        "THEN 'invalid' WHEN t.`id` IS NULL THEN 'open' WHEN s.`__assetlake_key_rows` IS NULL THEN 'close' "
+        "ELSE 'change' END AS `__assetlake_action`,\n"
+        "  coalesce(s.`id`, t.`id`) AS `id`, s.`name`, s.`tier`, s.`email`, s.`__assetlake_key_rows`\n"
+        "FROM (SELECT *, count(*) OVER (PARTITION BY `id`) AS `__assetlake_key_rows` FROM snap) AS s\n"
         "FULL OUTER JOIN (SELECT `id`, `name`, `tier` FROM delta.`/lake/dim/customer` WHERE `is_current`) AS t "
         "ON t.`id` = s.`id`\n"
-        "WHERE t.`id` IS NULL OR s.`id` IS NULL OR NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)"
+        "WHERE s.`__assetlake_key_rows` > 1 OR s.`id` IS NULL AND s.`__assetlake_key_rows` IS NOT NULL "
+        "OR t.`id` IS NULL OR s.`__assetlake_key_rows` IS NULL OR NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)"
     )
 
 
@@ -137,11 +139,14 @@ def test_history_changes_soft_deletes_composite_key_key_only():
     # Without deletes=close absent keys are no change (a LEFT JOIN); without tracked
     # columns only new keys are.
     assert staged_changes_query("x", ["region", "id"], ["region", "id"], [], False, "snap") == (
-        "SELECT CASE WHEN t.`region` IS NULL THEN 'open' ELSE 'change' END AS `__assetlake_action`,\n"
-        "  coalesce(s.`region`, t.`region`) AS `region`, coalesce(s.`id`, t.`id`) AS `id`\n"
-        "FROM snap AS s\n"
+        "SELECT CASE WHEN s.`__assetlake_key_rows` > 1 OR (s.`region` IS NULL OR s.`id` IS NULL) "
+        "AND s.`__assetlake_key_rows` IS NOT NULL THEN 'invalid' WHEN t.`region` IS NULL THEN 'open' "
+        "ELSE 'change' END AS `__assetlake_action`,\n"
+        "  coalesce(s.`region`, t.`region`) AS `region`, coalesce(s.`id`, t.`id`) AS `id`, s.`__assetlake_key_rows`\n"
+        "FROM (SELECT *, count(*) OVER (PARTITION BY `region`, `id`) AS `__assetlake_key_rows` FROM snap) AS s\n"
         "LEFT JOIN (SELECT `region`, `id` FROM x WHERE `is_current`) AS t ON t.`region` = s.`region` AND t.`id` = s.`id`\n"
-        "WHERE t.`region` IS NULL"
+        "WHERE s.`__assetlake_key_rows` > 1 OR (s.`region` IS NULL OR s.`id` IS NULL) "
+        "AND s.`__assetlake_key_rows` IS NOT NULL OR t.`region` IS NULL"
     )
 
 
@@ -177,7 +182,7 @@ def test_history_plan_shows_the_merge():
     plan = strategy_for(WriteStrategy.HISTORY).plan(tgt, ["id", "name", "tier"])
     assert plan.operation.startswith("Delta MERGE keeping SCD2 history")
     assert "absent keys stay current" in plan.operation
-    assert "WHERE t.`id` IS NULL OR NOT (t.`tier` <=> s.`tier`);\n" in plan.statement
+    assert "OR t.`id` IS NULL OR NOT (t.`tier` <=> s.`tier`);\n" in plan.statement
     assert "LEFT JOIN" in plan.statement and "'close'" not in plan.statement.split(";")[0]
     assert "MERGE INTO delta.`/lake/dim/c` AS t" in plan.statement
     assert plan.predicate == "t.`id` = ... AND t.`is_current`"
