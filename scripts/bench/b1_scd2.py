@@ -58,8 +58,9 @@ import os
 import uuid
 from typing import Optional
 
-from common import (BenchError, Variant, _step, fmt_commits, fresh_copy, measure_interleaved, path_ident, progress,
-                    rows_sql, write_delta)
+from common import (BenchError, Dbt, Variant, _step, bare_history_merge, dbt_profile, dbt_sources, fmt_commits, fresh_copy,
+                    measure_interleaved, path_ident, progress, register_source, rows_sql, write_delta,
+                    write_files)
 
 GOAL, GOAL_BARE = 0.4, 1.25
 COLUMNS = ("id", "customer_id", "name", "amount", "status", "updated_on")
@@ -115,73 +116,22 @@ def snapshot_sql(rows: int, seed: int) -> str:
 
 
 def bare_history_sql(table: str, source: str) -> str:
-    """b3's staged-updates MERGE, change condition on the tracked columns only, absent keys
-    closed by ``WHEN NOT MATCHED BY SOURCE``."""
-    changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in TRACKED)
-    cols = ", ".join(f"s.{c}" for c in COLUMNS)
-    ts = f"TIMESTAMP'{BARE_TS}'"
-    return (
-        f"MERGE INTO {table} AS t USING ("
-        f" SELECT s.id AS merge_key, {cols} FROM {source} AS s"
-        f" UNION ALL"
-        f" SELECT NULL AS merge_key, {cols} FROM {source} AS s JOIN {table} AS t ON t.id = s.id AND t.is_current"
-        f" WHERE {changed}"
-        f") AS s ON t.id = s.merge_key AND t.is_current"
-        f" WHEN MATCHED AND ({changed}) THEN UPDATE SET valid_to = {ts}, is_current = false"
-        f" WHEN NOT MATCHED THEN INSERT ({', '.join(COLUMNS)}, valid_from, valid_to, is_current)"
-        f" VALUES ({cols}, {ts}, NULL, true)"
-        f" WHEN NOT MATCHED BY SOURCE AND t.is_current THEN UPDATE SET valid_to = {ts}, is_current = false"
-    )
+    """The staged-updates MERGE, change condition on the tracked columns only."""
+    return bare_history_merge(table, source, COLUMNS, TRACKED, BARE_TS)
 
 
 def write_dbt_project(root: str) -> None:
-    for sub in ("models", "snapshots"):
-        os.makedirs(os.path.join(root, sub), exist_ok=True)
-    files = {
+    write_files(root, {
         "dbt_project.yml": ("name: bench_b1\nversion: '1.0'\nconfig-version: 2\nprofile: bench_b1\n"
                             "model-paths: [models]\nsnapshot-paths: [snapshots]\n"),
-        "profiles.yml": (
-            "bench_b1:\n  target: dev\n  outputs:\n    dev:\n      type: spark\n      method: session\n"
-            f"      host: NA\n      schema: {DBT_SCHEMA}\n      threads: 1\n"
-        ),
-        "models/sources.yml": (
-            f"version: 2\nsources:\n  - name: {SRC_SCHEMA}\n    schema: {SRC_SCHEMA}\n"
-            f"    tables:\n      - name: {SRC_TABLE}\n"
-        ),
+        "profiles.yml": dbt_profile("bench_b1", DBT_SCHEMA),
+        "models/sources.yml": dbt_sources(SRC_SCHEMA, SRC_TABLE),
         "snapshots/snapshots.yml": (
             f"snapshots:\n  - name: {DBT_SNAPSHOT}\n    relation: source('{SRC_SCHEMA}', '{SRC_TABLE}')\n"
             f"    config:\n      unique_key: id\n      strategy: check\n"
             f"      check_cols: [{', '.join(TRACKED)}]\n      hard_deletes: invalidate\n      file_format: delta\n"
         ),
-    }
-    for rel, text in files.items():
-        with open(os.path.join(root, rel), "w") as f:
-            f.write(text)
-
-
-class DbtSnapshot:
-    """``dbt snapshot --select <name>`` in this process, on the session's Spark."""
-
-    def __init__(self, root: str):
-        os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
-        from dbt.cli.main import dbtRunner
-
-        self.root = root
-        self.runner = dbtRunner()
-
-    def __call__(self, name: str) -> dict:
-        args = ["snapshot", "--select", name, "--project-dir", self.root, "--profiles-dir", self.root,
-                "--target-path", os.path.join(self.root, "target"), "--log-path", os.path.join(self.root, "logs"),
-                "--no-version-check", "--quiet", "--no-use-colors"]
-        res = self.runner.invoke(args)
-        if not res.success:
-            raise RuntimeError(f"dbt snapshot failed: {res.exception or res.result}")
-        if not res.result.results:
-            raise RuntimeError(f"dbt snapshot selected nothing for {name!r}")
-        node = res.result.results[0]
-        execute = next((t for t in node.timing if t.name == "execute"), None)
-        seconds = (execute.completed_at - execute.started_at).total_seconds() if execute else None
-        return {"dbt_execute_seconds": seconds, "dbt_node_seconds": node.execution_time}
+    })
 
 
 def run(spark, workdir: str, rows: int = 1_000_000, reps: int = 5, seed: int = 42,
@@ -202,14 +152,11 @@ def run(spark, workdir: str, rows: int = 1_000_000, reps: int = 5, seed: int = 4
     write_delta(spark, history_sql(rows), base, files=files)
     write_delta(spark, dbt_history_sql(base), dbt_base, files=files)
     write_delta(spark, snapshot_sql(rows, seed), source, files=max(1, files // 4))
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {SRC_SCHEMA}")
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DBT_SCHEMA}")
-    spark.sql(f"DROP TABLE IF EXISTS {SRC_SCHEMA}.{SRC_TABLE}")
-    spark.sql(f"CREATE TABLE {SRC_SCHEMA}.{SRC_TABLE} USING delta LOCATION '{source}'")
+    register_source(spark, SRC_SCHEMA, SRC_TABLE, source, DBT_SCHEMA)
 
     dbt_root = os.path.join(workdir, "dbt_b1")
     write_dbt_project(dbt_root)
-    dbt = DbtSnapshot(dbt_root)
+    dbt = Dbt(dbt_root)
 
     history = strategy_for(WriteStrategy.HISTORY)
     ours_path, bare_path = os.path.join(lake, "ours"), os.path.join(lake, "bare")
@@ -234,7 +181,7 @@ def run(spark, workdir: str, rows: int = 1_000_000, reps: int = 5, seed: int = 4
     variants = [
         Variant("ours", lambda: fresh_copy(spark, base, ours_path, **props), ours, path_ident(ours_path),
                 lambda: spark.read.format("delta").load(ours_path).selectExpr(*data, "is_current AS open")),
-        Variant("dbt", lambda: fresh_copy(spark, dbt_base, dbt_table, managed=True), lambda: dbt(DBT_SNAPSHOT),
+        Variant("dbt", lambda: fresh_copy(spark, dbt_base, dbt_table, managed=True), lambda: Dbt.timings(dbt.invoke("snapshot", DBT_SNAPSHOT)),
                 dbt_table, lambda: spark.table(dbt_table).selectExpr(*data, "dbt_valid_to IS NULL AS open")),
         Variant("bare", lambda: fresh_copy(spark, base, bare_path, **props), bare, path_ident(bare_path),
                 lambda: spark.read.format("delta").load(bare_path).selectExpr(*data, "is_current AS open")),

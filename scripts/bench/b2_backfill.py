@@ -72,7 +72,8 @@ import uuid
 from collections import Counter
 from typing import Optional
 
-from common import BenchError, Variant, fmt_commits, fresh_copy, measure_uneven, path_ident, progress, write_delta
+from common import (BenchError, Dbt, Variant, dbt_profile, dbt_sources, fmt_commits, fresh_copy, measure_uneven,
+                    path_ident, progress, write_delta, write_files)
 
 GOAL_RUNS, GOAL_DBT = 0.10, 0.15
 START = dt.date(2024, 1, 1)
@@ -212,48 +213,24 @@ def steps_text(steps: dict, runs: int = 1) -> str:
 
 # -- dbt ---------------------------------------------------------------------------------------
 def write_dbt_project(root: str) -> None:
-    os.makedirs(os.path.join(root, "models"), exist_ok=True)
-    files = {
+    write_files(root, {
         "dbt_project.yml": "name: bench_b2\nversion: '1.0'\nconfig-version: 2\nprofile: bench_b2\nmodel-paths: [models]\n",
-        "profiles.yml": (
-            "bench_b2:\n  target: dev\n  outputs:\n    dev:\n      type: spark\n      method: session\n"
-            f"      host: NA\n      schema: {DBT_SCHEMA}\n      threads: 1\n"
-        ),
-        "models/sources.yml": (
-            f"version: 2\nsources:\n  - name: {SRC_SCHEMA}\n    schema: {SRC_SCHEMA}\n"
-            f"    tables:\n      - name: {SRC_TABLE}\n        config:\n          event_time: ordered_at\n"
-        ),
+        "profiles.yml": dbt_profile("bench_b2", DBT_SCHEMA),
+        "models/sources.yml": dbt_sources(SRC_SCHEMA, SRC_TABLE, "        config:\n          event_time: ordered_at\n"),
         f"models/{DBT_MODEL}.sql": (
             "{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='ordered_at', "
             f"batch_size='day', begin='{START}', partition_by=['order_date'], file_format='delta') }}}}\n"
             f"select {', '.join(COLUMNS[:-1])}, to_date(ordered_at) as order_date\n"
             f"from {{{{ source('{SRC_SCHEMA}', '{SRC_TABLE}') }}}}\n"
         ),
-    }
-    for rel, text in files.items():
-        with open(os.path.join(root, rel), "w") as f:
-            f.write(text)
+    })
 
 
-class DbtMicrobatch:
+class DbtMicrobatch(Dbt):
     """``dbt run --select <model> --event-time-start S --event-time-end E`` in this process."""
 
-    def __init__(self, root: str):
-        os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
-        from dbt.cli.main import dbtRunner
-
-        self.root = root
-        self.runner = dbtRunner()
-
     def __call__(self, start: dt.date, end: dt.date) -> dict:
-        args = ["run", "--select", DBT_MODEL, "--project-dir", self.root, "--profiles-dir", self.root,
-                "--target-path", os.path.join(self.root, "target"), "--log-path", os.path.join(self.root, "logs"),
-                "--event-time-start", start.isoformat(), "--event-time-end", end.isoformat(),
-                "--no-version-check", "--quiet", "--no-use-colors"]
-        res = self.runner.invoke(args)
-        if not res.success:
-            raise BenchError(f"dbt run failed: {res.exception or res.result}")
-        node = res.result.results[0]
+        node = self.invoke("run", DBT_MODEL, "--event-time-start", start.isoformat(), "--event-time-end", end.isoformat())
         if str(getattr(node, "status", "success")).lower() not in ("success", "runstatus.success"):
             raise BenchError(f"dbt run: model status {node.status}: {node.message}")
         batches = getattr(node, "batch_results", None)

@@ -31,7 +31,8 @@ import datetime as dt
 import os
 import uuid
 
-from common import Variant, changed_sql, fmt_commits, fresh_copy, measure_interleaved, path_ident, progress, rows_sql, write_delta
+from common import (Variant, bare_history_merge, changed_sql, fmt_commits, fresh_copy, measure_interleaved, path_ident,
+                    progress, rows_sql, write_delta)
 
 STRATEGIES = ("replace", "merge", "append", "partition_replace", "history")
 SMALL_GOAL_S, LARGE_GOAL_RATIO, LARGE = 0.3, 1.10, 1_000_000
@@ -79,22 +80,7 @@ def _setup_data(spark, strategy: str, n: int, lake: str, seed: int) -> tuple[str
 
 
 def _bare_history_sql(table: str, source: str) -> str:
-    non_key = [c for c in COLUMNS if c != "id"]
-    changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in non_key)
-    cols = ", ".join(f"s.{c}" for c in COLUMNS)
-    return (
-        f"MERGE INTO {table} AS t USING ("
-        f" SELECT s.id AS merge_key, {cols} FROM {source} AS s"
-        f" UNION ALL"
-        f" SELECT NULL AS merge_key, {cols} FROM {source} AS s JOIN {table} AS t ON t.id = s.id AND t.is_current"
-        f" WHERE {changed}"
-        f") AS s ON t.id = s.merge_key AND t.is_current"
-        f" WHEN MATCHED AND ({changed}) THEN UPDATE SET valid_to = TIMESTAMP'2025-01-01 00:00:00', is_current = false"
-        f" WHEN NOT MATCHED THEN INSERT ({', '.join(COLUMNS)}, valid_from, valid_to, is_current)"
-        f" VALUES ({cols}, TIMESTAMP'2025-01-01 00:00:00', NULL, true)"
-        f" WHEN NOT MATCHED BY SOURCE AND t.is_current THEN UPDATE SET valid_to = TIMESTAMP'2025-01-01 00:00:00',"
-        f" is_current = false"
-    )
+    return bare_history_merge(table, source, COLUMNS, [c for c in COLUMNS if c != "id"], "2025-01-01 00:00:00")
 
 
 def run_one(spark, workdir: str, strategy: str, n: int, reps: int, seed: int = 42) -> dict:

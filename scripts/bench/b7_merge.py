@@ -25,7 +25,9 @@ import os
 import uuid
 from typing import Optional
 
-from common import Variant, changed_sql, fmt_commits, fresh_copy, measure_interleaved, path_ident, progress, rows_sql, write_delta
+from common import (Dbt, Variant, changed_sql, dbt_profile, dbt_sources, fmt_commits, fresh_copy, measure_interleaved,
+                    path_ident, progress, register_source, rows_sql, write_delta,
+                    write_files)
 
 GOAL = 0.7
 COLUMNS = ("id", "customer_id", "name", "amount", "status", "updated_on")
@@ -34,49 +36,16 @@ SRC_SCHEMA, SRC_TABLE = "bench_src", "b7_source"
 
 
 def write_dbt_project(root: str) -> None:
-    os.makedirs(os.path.join(root, "models"), exist_ok=True)
-    files = {
+    write_files(root, {
         "dbt_project.yml": "name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\nmodel-paths: [models]\n",
-        "profiles.yml": (
-            "bench:\n  target: dev\n  outputs:\n    dev:\n      type: spark\n      method: session\n"
-            f"      host: NA\n      schema: {DBT_SCHEMA}\n      threads: 1\n"
-        ),
-        "models/sources.yml": (
-            f"version: 2\nsources:\n  - name: {SRC_SCHEMA}\n    schema: {SRC_SCHEMA}\n"
-            f"    tables:\n      - name: {SRC_TABLE}\n"
-        ),
+        "profiles.yml": dbt_profile("bench", DBT_SCHEMA),
+        "models/sources.yml": dbt_sources(SRC_SCHEMA, SRC_TABLE),
         f"models/{DBT_MODEL}.sql": (
             "{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id', "
             "file_format='delta') }}\n"
             f"select {', '.join(COLUMNS)} from {{{{ source('{SRC_SCHEMA}', '{SRC_TABLE}') }}}}\n"
         ),
-    }
-    for rel, text in files.items():
-        with open(os.path.join(root, rel), "w") as f:
-            f.write(text)
-
-
-class DbtRun:
-    """``dbt run --select <model>`` in this process, on the session's Spark."""
-
-    def __init__(self, root: str):
-        os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
-        from dbt.cli.main import dbtRunner
-
-        self.root = root
-        self.runner = dbtRunner()
-
-    def __call__(self, model: str) -> dict:
-        args = ["run", "--select", model, "--project-dir", self.root, "--profiles-dir", self.root,
-                "--target-path", os.path.join(self.root, "target"), "--log-path", os.path.join(self.root, "logs"),
-                "--no-version-check", "--quiet", "--no-use-colors"]
-        res = self.runner.invoke(args)
-        if not res.success:
-            raise RuntimeError(f"dbt run failed: {res.exception or res.result}")
-        node = res.result.results[0]
-        execute = next((t for t in node.timing if t.name == "execute"), None)
-        seconds = (execute.completed_at - execute.started_at).total_seconds() if execute else None
-        return {"dbt_execute_seconds": seconds, "dbt_node_seconds": node.execution_time}
+    })
 
 
 def run(spark, workdir: str, rows: int, reps: int, seed: int = 42, deletion_vectors: bool = False,
@@ -95,14 +64,11 @@ def run(spark, workdir: str, rows: int, reps: int, seed: int = 42, deletion_vect
     if deletion_vectors:
         spark.sql(f"ALTER TABLE {path_ident(base)} SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)")
     write_delta(spark, f"{changed_sql(rows, changed, identical, seed)} UNION ALL {rows_sql(rows, new)}", source, files=2)
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {SRC_SCHEMA}")
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DBT_SCHEMA}")
-    spark.sql(f"DROP TABLE IF EXISTS {SRC_SCHEMA}.{SRC_TABLE}")
-    spark.sql(f"CREATE TABLE {SRC_SCHEMA}.{SRC_TABLE} USING delta LOCATION '{source}'")
+    register_source(spark, SRC_SCHEMA, SRC_TABLE, source, DBT_SCHEMA)
 
     dbt_root = os.path.join(workdir, "dbt_b7")
     write_dbt_project(dbt_root)
-    dbt = DbtRun(dbt_root)
+    dbt = Dbt(dbt_root)
 
     merge = strategy_for(WriteStrategy.MERGE)
     # ours starts from the table the product creates (table_properties: with
@@ -135,7 +101,7 @@ def run(spark, workdir: str, rows: int, reps: int, seed: int = 42, deletion_vect
     variants = [
         Variant("ours", lambda: fresh_copy(spark, base, ours_path, properties=product_props), ours, path_ident(ours_path),
                 lambda: spark.read.format("delta").load(ours_path)),
-        Variant("dbt", lambda: fresh_copy(spark, base, dbt_table, managed=True), lambda: dbt(DBT_MODEL),
+        Variant("dbt", lambda: fresh_copy(spark, base, dbt_table, managed=True), lambda: Dbt.timings(dbt.invoke("run", DBT_MODEL)),
                 dbt_table, lambda: spark.table(dbt_table)),
         Variant("bare", lambda: fresh_copy(spark, base, bare_path, properties=product_props), bare, path_ident(bare_path),
                 lambda: spark.read.format("delta").load(bare_path)),

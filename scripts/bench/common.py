@@ -244,6 +244,11 @@ def measure_interleaved(
                 f"commits={figures['commits']} jobs={figures['spark_jobs']} "
                 f"updated={figures['rows_updated']} inserted={figures['rows_inserted']}"
             )
+    return _profile_and_summarize(spark, label, variants, out, equality)
+
+
+def _profile_and_summarize(spark, label: str, variants: Sequence[Variant], out: dict, equality: Optional[dict]) -> dict:
+    """After the timed rounds: one untimed profiled run of ours, then each variant's summary."""
     for v in variants:
         if v.name == "ours":  # one more run, untimed for the ratios: where ours spends its time
             v.setup()
@@ -415,21 +420,92 @@ def measure_uneven(
             )
         if equality is None:
             equality = compare()
-    for v in variants:
-        if v.name == "ours":  # one more run, untimed for the ratios: where ours spends its time
-            v.setup()
-            out[v.name]["profile"] = profile_phases(spark, v.run)
-            progress(f"{label} ours phases: {phases_text(out[v.name]['profile'])}")
-    for v in variants:
-        reps_ = out[v.name]["reps"]
-        out[v.name]["seconds"] = summary([r["seconds"] for r in reps_])
-        for key in ("commits", "spark_jobs", "rows_updated", "rows_inserted"):
-            vals = [r[key] for r in reps_ if r.get(key) is not None]
-            out[v.name][key] = statistics.median(vals) if vals else None
-        for key in set(reps_[0]) - {"seconds", "commits", "spark_jobs", "rows_updated", "rows_inserted",
-                                     "operations", "operationMetrics"}:
-            vals = [r[key] for r in reps_ if isinstance(r.get(key), (int, float))]
-            if vals:
-                out[v.name][key] = summary(vals)
-    out["equality"] = equality
-    return out
+    return _profile_and_summarize(spark, label, variants, out, equality)
+
+
+# -- dbt, in this process, on this SparkSession -------------------------------------------------
+def dbt_profile(name: str, schema: str) -> str:
+    """A ``profiles.yml`` for dbt-spark in ``method: session`` mode: dbt runs its SQL on the
+    SparkSession of this process (the one the product's variant uses)."""
+    return (
+        f"{name}:\n  target: dev\n  outputs:\n    dev:\n      type: spark\n      method: session\n"
+        f"      host: NA\n      schema: {schema}\n      threads: 1\n"
+    )
+
+
+def dbt_sources(schema: str, table: str, table_config: str = "") -> str:
+    """``models/sources.yml`` declaring ``source(schema, table)``; ``table_config``: extra YAML
+    lines under the table (already indented), e.g. an ``event_time``."""
+    return (
+        f"version: 2\nsources:\n  - name: {schema}\n    schema: {schema}\n"
+        f"    tables:\n      - name: {table}\n{table_config}"
+    )
+
+
+def register_source(spark, schema: str, table: str, path: str, dbt_schema: str) -> None:
+    """``schema.table`` names the Delta table at ``path`` in the session catalog (dbt's
+    ``source()``), and dbt's own schema exists."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {dbt_schema}")
+    spark.sql(f"DROP TABLE IF EXISTS {schema}.{table}")
+    spark.sql(f"CREATE TABLE {schema}.{table} USING delta LOCATION '{path}'")
+
+
+def write_files(root: str, files: dict) -> None:
+    """Write ``{relative path: text}`` under ``root`` (a dbt project)."""
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(text)
+
+
+class Dbt:
+    """dbt commands (``dbtRunner``) in this process, on the project at ``root``."""
+
+    def __init__(self, root: str):
+        os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+        from dbt.cli.main import dbtRunner
+
+        self.root = root
+        self.runner = dbtRunner()
+
+    def invoke(self, command: str, select: str, *extra: str) -> Any:
+        """``dbt <command> --select <select> <extra>``; its one node's result, or :class:`BenchError`."""
+        args = [command, "--select", select, "--project-dir", self.root, "--profiles-dir", self.root,
+                "--target-path", os.path.join(self.root, "target"), "--log-path", os.path.join(self.root, "logs"),
+                *extra, "--no-version-check", "--quiet", "--no-use-colors"]
+        res = self.runner.invoke(args)
+        if not res.success:
+            raise BenchError(f"dbt {command} failed: {res.exception or res.result}")
+        if not res.result.results:
+            raise BenchError(f"dbt {command} selected nothing for {select!r}")
+        return res.result.results[0]
+
+    @staticmethod
+    def timings(node: Any) -> dict:
+        """The node's ``execute`` phase and its whole execution, in seconds."""
+        execute = next((t for t in node.timing if t.name == "execute"), None)
+        seconds = (execute.completed_at - execute.started_at).total_seconds() if execute else None
+        return {"dbt_execute_seconds": seconds, "dbt_node_seconds": node.execution_time}
+
+
+def bare_history_merge(table: str, source: str, columns: Sequence[str], tracked: Sequence[str], ts: str) -> str:
+    """The hand-written SCD2 apply: Delta's one staged-updates MERGE (key ``id``, validity columns
+    ``valid_from``/``valid_to``/``is_current``), a change in ``tracked`` closing the current
+    version and opening a new one, absent keys closed by ``WHEN NOT MATCHED BY SOURCE``, every
+    timestamp the literal ``ts``."""
+    changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in tracked)
+    cols = ", ".join(f"s.{c}" for c in columns)
+    at = f"TIMESTAMP'{ts}'"
+    return (
+        f"MERGE INTO {table} AS t USING ("
+        f" SELECT s.id AS merge_key, {cols} FROM {source} AS s"
+        f" UNION ALL"
+        f" SELECT NULL AS merge_key, {cols} FROM {source} AS s JOIN {table} AS t ON t.id = s.id AND t.is_current"
+        f" WHERE {changed}"
+        f") AS s ON t.id = s.merge_key AND t.is_current"
+        f" WHEN MATCHED AND ({changed}) THEN UPDATE SET valid_to = {at}, is_current = false"
+        f" WHEN NOT MATCHED THEN INSERT ({', '.join(columns)}, valid_from, valid_to, is_current)"
+        f" VALUES ({cols}, {at}, NULL, true)"
+        f" WHEN NOT MATCHED BY SOURCE AND t.is_current THEN UPDATE SET valid_to = {at}, is_current = false"
+    )

@@ -1,9 +1,9 @@
-"""The write benchmarks of ``BENCHMARKS.md`` (B3, B7), side by side in one process and one
-SparkSession. Run through ``bash scripts/bench.sh [B3 B7] [options]``, which sets up the venv
-(.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
+"""The write benchmarks of ``BENCHMARKS.md`` (B1, B2, B3, B6, B7), side by side in one process and
+one SparkSession. Run through ``bash scripts/bench.sh [B1 B2 B3 B6 B7] [options]``, which sets up the
+venv (.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
 
-    .venv-bench/bin/python scripts/bench/run.py [B3 B7] [--rows N] [--b3-rows N ...] [--reps N]
-                                                [--out bench_results.json] [--deletion-vectors]
+    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7] [--rows N] [--b3-rows N ...] [--reps N]
+                                                [--out bench_results.json] [...; see --help]
 
 Prints one line per benchmark on stdout (``B7 ratio=0.62 goal<=0.70 ok commits=1/1/1 ...``),
 progress lines on stderr, and writes every figure as JSON to ``--out``. Everything is written
@@ -27,11 +27,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchError, progress, spark_session, write_json  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-IMPLEMENTED = ("B1", "B2", "B3", "B7")
+IMPLEMENTED = ("B1", "B2", "B3", "B6", "B7")
 #: The table properties of a table the product creates with SparkDeltaResource(deletion_vectors=True).
 DELETION_VECTORS = {"delta.enableDeletionVectors": "true"}
-LATER = {"B4": "scripts/bench_load.py (not yet called from here)", "B5": "scripts/bench_engine.py --only B5",
-          "B6": "SCD2 churn x history length + plot"}
+LATER = {"B4": "scripts/bench_load.py, which scripts/bench.sh B4 runs",
+         "B5": "scripts/bench_engine.py --only B5, which scripts/bench.sh B5 runs"}
 
 
 def main() -> int:
@@ -52,6 +52,12 @@ def main() -> int:
     parser.add_argument("--b2-reps", type=int, default=None, help="B2 repetitions of ours (default --reps)")
     parser.add_argument("--b2-anchor-reps", type=int, default=1,
                         help="B2 repetitions of the 365 single-partition runs and of dbt microbatch (slow: minutes each)")
+    parser.add_argument("--b6-rows", type=int, default=100_000, help="B6 keys (default 100k: 24 cells x 3 variants)")
+    parser.add_argument("--b6-churns", type=float, nargs="+", default=[0, 0.1, 1, 10], help="B6 churns, %% of the keys")
+    parser.add_argument("--b6-histories", type=int, nargs="+", default=[1, 10, 30], help="B6 history lengths (runs)")
+    parser.add_argument("--b6-reps", type=int, default=3, help="B6 repetitions per cell")
+    parser.add_argument("--b6-dvs", nargs="+", choices=["off", "on"], default=["off", "on"], help="B6 deletion vectors")
+    parser.add_argument("--b6-png", default=os.path.join(REPO, "docs", "img", "b6_churn.png"), help="B6 plot ('' = none)")
     parser.add_argument("--ours-deletion-vectors", action=argparse.BooleanOptionalAction, default=True,
                         help="B1, B7: ours (and bare) start from a table with deletion vectors, as the product "
                         "creates it with SparkDeltaResource(deletion_vectors=True) (default: on)")
@@ -94,6 +100,14 @@ def main() -> int:
                 res = b2_backfill.run(spark, workdir, args.b2_days, args.b2_rows_per_day,
                                       args.b2_reps or args.reps, args.b2_anchor_reps)
                 results["benchmarks"]["B2"] = res
+                print(res["line"], flush=True)
+                code = max(code, 0 if res["ok"] else 1)
+            elif name == "B6":
+                import b6_churn
+
+                res = b6_churn.run(spark, workdir, args.b6_rows, args.b6_churns, args.b6_histories, args.b6_reps,
+                                   out_png=args.b6_png or None, dvs=[d == "on" for d in args.b6_dvs])
+                results["benchmarks"]["B6"] = res
                 print(res["line"], flush=True)
                 code = max(code, 0 if res["ok"] else 1)
             elif name == "B7":
