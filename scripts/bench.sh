@@ -3,8 +3,8 @@
 #
 #   bash scripts/bench.sh [B1 B2 B3 B4 B5 B6 B7] [--reps 5] [--out bench_results.json] [options]
 #
-# Default: all of them (about an hour and a half on a 2-core machine: B2's 365 single-partition
-# runs and 365 dbt microbatches take half an hour). B1, B2, B3, B6 and B7 compare writes side by
+# Default: all of them (a few hours on a 2-core machine: B2's 365 single-partition runs and 365
+# dbt microbatches alone took 38 minutes). B1, B2, B3, B6 and B7 compare writes side by
 # side in one process and one SparkSession (scripts/bench/run.py, in .venv-bench, where dbt-spark
 # runs in session mode on the same session; `scripts/bench/run.py --help` lists their options);
 # B4 is scripts/bench_load.py (definitions load against dagster-dbt) and B5
