@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Optional
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
 #: What Spark and Delta answer for a path that holds no Delta table: a missing path, a
@@ -60,6 +60,17 @@ def history(spark: SparkSession, path: str, limit: Optional[int] = None) -> Data
     if limit is not None:
         statement += f" LIMIT {int(limit)}"
     return spark.sql(statement)
+
+
+def history_rows(spark: SparkSession, path: str, limit: int, *columns: str) -> Optional[list[Row]]:
+    """The newest ``limit`` history entries' ``columns``, newest first; ``None`` when
+    ``path`` holds no Delta table."""
+    try:
+        return history(spark, path, limit).select(*columns).collect()
+    except AnalysisException as exc:
+        if exc.getCondition() in NOT_A_DELTA_TABLE:
+            return None
+        raise
 
 
 def read(spark: SparkSession, path: str, version: Optional[int] = None) -> DataFrame:

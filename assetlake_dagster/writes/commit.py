@@ -15,11 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from assetlake_dagster import delta_log
-from assetlake_dagster.delta_sql import NOT_A_DELTA_TABLE, history, session_conf
+from assetlake_dagster.delta_sql import history_rows, session_conf
 from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
 
@@ -189,13 +188,8 @@ def current_version(spark: SparkSession, path: str) -> Optional[int]:
             return delta_log.latest_version(path)
         except delta_log.DeltaTableMissingError:
             return None
-    try:
-        row = history(spark, path, 1).select("version").first()
-    except AnalysisException as exc:
-        if exc.getCondition() in NOT_A_DELTA_TABLE:
-            return None
-        raise
-    return None if row is None else int(row["version"])
+    rows = history_rows(spark, path, 1, "version")
+    return int(rows[0]["version"]) if rows else None
 
 
 def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> Optional[dict]:
@@ -207,17 +201,10 @@ def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> O
     """
     if reads_log_here(path):
         return _find_stamped_commit_in_log(path, stamp)
-    try:
-        entries = (
-            history(spark, path, HISTORY_SEARCH_DEPTH)
-            .select("version", "operation", "operationMetrics", "userMetadata")
-            .collect()
-        )
-    except AnalysisException as exc:
-        if exc.getCondition() in NOT_A_DELTA_TABLE:
-            return None
-        raise
-    for row in entries:  # newest first
+    entries = history_rows(
+        spark, path, HISTORY_SEARCH_DEPTH, "version", "operation", "operationMetrics", "userMetadata"
+    )
+    for row in entries or ():  # newest first
         if stamp.matches(row["userMetadata"]):
             return row.asDict(recursive=True)
     return None
