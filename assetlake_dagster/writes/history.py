@@ -379,7 +379,9 @@ class HistoryWrite(WriteStrategyBase):
         table = path_identifier(target.path)
         q = quote_identifier
         # valid_to counts too: a closing delete stamps valid_to without opening a version.
-        # Plain max() of each column: Delta answers them from the log's file statistics.
+        # This reads both columns of the whole table: Delta's metadata-only aggregates
+        # (OptimizeMetadataOnlyDeltaQuery) cover numbers and dates, not timestamps, and not
+        # tables with deletion vectors. It grows with the history (B1: 1.0 s at 2M rows).
         latest = spark.sql(
             f"SELECT unix_micros(greatest(max({q(VALID_FROM)}), coalesce(max({q(VALID_TO)}), max({q(VALID_FROM)})))) "
             f"AS latest FROM {table}"
