@@ -9,6 +9,7 @@ could alias two tables or nest one inside another's folder.
 
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -85,7 +86,10 @@ class Lake:
         return is_delta_table(spark, path)
 
 
-_registered: dict[tuple[int, str], str] = {}
+#: Per live session, the tables registered in it: ``{sql name: path}``. Weakly keyed: an
+#: entry goes with its session (each SQL asset's run has one), and a new session never
+#: inherits one whose ``id()`` it reuses.
+_registered: "weakref.WeakKeyDictionary[SparkSession, dict[str, str]]" = weakref.WeakKeyDictionary()
 _registered_lock = threading.Lock()
 
 
@@ -97,14 +101,14 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
     so re-pointing a name at a new lake root is safe.
     """
     path = lake.table_path(uri)
-    session_key = (id(spark), uri.sql_name)
     with _registered_lock:
-        if _registered.get(session_key) == path:
+        known = _registered.setdefault(spark, {})
+        if known.get(uri.sql_name) == path:
             return
         ensure_schema(spark, lake, uri.schema)
         if _table_exists(spark, uri):
             if _same_location(_location(spark, uri), path):
-                _registered[session_key] = path
+                known[uri.sql_name] = path
                 return
             _drop_external(spark, uri, path)
         try:
@@ -113,7 +117,7 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
             # Another run on the shared engine registered it first: fine if it points here.
             if "ALREADY_EXISTS" not in str(exc) or not _same_location(_location(spark, uri), path):
                 raise
-        _registered[session_key] = path
+        known[uri.sql_name] = path
 
 
 def current_view_uri(uri: TableUri) -> TableUri:
@@ -214,5 +218,7 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
 def forget_registrations(spark: Optional[SparkSession] = None) -> None:
     """Drop the registration cache (tests that switch lake roots call this)."""
     with _registered_lock:
-        for key in [k for k in _registered if spark is None or k[0] == id(spark)]:
-            del _registered[key]
+        if spark is None:
+            _registered.clear()
+        else:
+            _registered.pop(spark, None)

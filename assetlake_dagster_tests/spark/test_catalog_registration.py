@@ -32,3 +32,22 @@ def test_a_name_pointing_at_another_live_lake_is_re_pointed_and_its_data_kept(sp
     register_table(spark, second, URI)
     assert spark.table(URI.sql_name).first().x == 2
     assert spark.read.format("delta").load(first.table_path(URI)).first().x == 1
+
+
+def test_the_registration_cache_goes_with_its_session(spark, tmp_path):
+    """Each SQL asset's run has a session of its own: the cache of what is registered in a
+    session must not outlive it (it grew by one entry per run and table)."""
+    import gc
+
+    from assetlake_dagster import lake as lake_module
+
+    lake = Lake(str(tmp_path / "lake"))
+    _write(spark, lake, 1)
+    before = len(lake_module._registered)
+    for _ in range(5):
+        session = spark.newSession()
+        register_table(session, lake, URI)
+        assert session.table(URI.sql_name).first().x == 1
+        del session
+    gc.collect()
+    assert len(lake_module._registered) <= before + 1  # at most the last, if still referenced
