@@ -18,7 +18,8 @@ The timestamp check and the MERGE are one decision (rule 19): two runs that each
 "now" and then merged committed ``valid_to < valid_from`` and overlapping versions, since
 the later MERGE ran on the other run's rows. So a run reads the table, takes its timestamp,
 checks it and merges under :func:`~assetlake_dagster.writes.commit.table_lock`, and every
-attempt (a retry too) takes a fresh timestamp after a fresh read.
+attempt (a retry too) takes a fresh timestamp after a fresh read. A run whose diff is empty
+writes nothing and takes no timestamp (reading the latest one scans the whole history).
 """
 
 import datetime as dt
@@ -377,26 +378,6 @@ class HistoryWrite(WriteStrategyBase):
         table_df = read(spark, target.path)
         self._check_frozen_schema(target, staged, table_df)
         table = path_identifier(target.path)
-        q = quote_identifier
-        # valid_to counts too: a closing delete stamps valid_to without opening a version.
-        # This reads both columns of the whole table: Delta's metadata-only aggregates
-        # (OptimizeMetadataOnlyDeltaQuery) cover numbers and dates, not timestamps, and not
-        # tables with deletion vectors. It grows with the history (B1: 1.0 s at 2M rows).
-        latest = spark.sql(
-            f"SELECT unix_micros(greatest(max({q(VALID_FROM)}), coalesce(max({q(VALID_TO)}), max({q(VALID_FROM)})))) "
-            f"AS latest FROM {table}"
-        ).first()["latest"]
-        # Taken after the read: every run committed before it took its own timestamp earlier.
-        run_ts = self._run_timestamp(run_timestamp)
-        if latest is not None and to_micros(run_ts) <= latest:
-            raise self.fail(
-                target,
-                f"non-monotonic run timestamp: {run_ts.isoformat()} is not later than "
-                f"{_from_micros(latest).isoformat()}, the latest valid_from/valid_to in the table. "
-                "Every history run needs a later UTC timestamp than the one before; check the "
-                "clock of the machine running it.",
-                allow_retries=False,
-            )
         view, changes_view = (f"_assetlake_{name}_{uuid.uuid4().hex}" for name in ("snapshot", "changes"))
         staged.createOrReplaceTempView(view)
         try:
@@ -406,6 +387,9 @@ class HistoryWrite(WriteStrategyBase):
             self._check_staged_keys(changes, target, key)
             if not changes.take(1):
                 return no_commit(current_version(spark, target.path))
+            # Only a run that writes needs its timestamp, taken after the table was read (so
+            # every run committed before took its own earlier) and checked before the MERGE.
+            run_ts = self._checked_run_timestamp(spark, target, table, run_timestamp)
             changes.createOrReplaceTempView(changes_view)
             # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
             # classic session and on a Spark Connect server without the Delta Connect plugin.
@@ -418,6 +402,32 @@ class HistoryWrite(WriteStrategyBase):
         return result_from_history(
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )
+
+    def _checked_run_timestamp(
+        self, spark: SparkSession, target: WriteTarget, table: str, run_timestamp: Optional[dt.datetime]
+    ) -> dt.datetime:
+        """The run's timestamp, refused unless later than every valid_from/valid_to in the table."""
+        q = quote_identifier
+        # valid_to counts too: a closing delete stamps valid_to without opening a version.
+        # This reads both columns of the whole table: Delta's metadata-only aggregates
+        # (OptimizeMetadataOnlyDeltaQuery) cover numbers and dates, not timestamps, and not
+        # tables with deletion vectors. It grows with the history (B1: 1.0 s at 2M rows),
+        # which is why a run with nothing to change never asks.
+        latest = spark.sql(
+            f"SELECT unix_micros(greatest(max({q(VALID_FROM)}), coalesce(max({q(VALID_TO)}), max({q(VALID_FROM)})))) "
+            f"AS latest FROM {table}"
+        ).first()["latest"]
+        run_ts = self._run_timestamp(run_timestamp)
+        if latest is not None and to_micros(run_ts) <= latest:
+            raise self.fail(
+                target,
+                f"non-monotonic run timestamp: {run_ts.isoformat()} is not later than "
+                f"{_from_micros(latest).isoformat()}, the latest valid_from/valid_to in the table. "
+                "Every history run needs a later UTC timestamp than the one before; check the "
+                "clock of the machine running it.",
+                allow_retries=False,
+            )
+        return run_ts
 
     def _check_staged_keys(self, changes: DataFrame, target: WriteTarget, key: Sequence[str]) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
