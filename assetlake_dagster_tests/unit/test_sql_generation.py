@@ -32,8 +32,7 @@ def test_merge_statement():
         "MERGE INTO delta.`/lake/a/b` AS t\n"
         "USING changed_rows AS s\n"
         "ON t.`id` = s.`id`\n"
-        "WHEN MATCHED AND (NOT (t.`name` <=> s.`name`) OR NOT (t.`tier` <=> s.`tier`)) "
-        "THEN UPDATE SET `name` = s.`name`, `tier` = s.`tier`\n"
+        "WHEN MATCHED THEN UPDATE SET `name` = s.`name`, `tier` = s.`tier`\n"
         "WHEN NOT MATCHED THEN INSERT (`id`, `name`, `tier`) VALUES (s.`id`, s.`name`, s.`tier`)"
     )
 
