@@ -65,6 +65,7 @@ from assetlake_dagster.writes.sql import (
     check_keys,
     key_condition,
     raise_key_violations,
+    violations_among,
 )
 
 #: The parameter marker every timestamp of the run is bound to.
@@ -432,14 +433,8 @@ class HistoryWrite(WriteStrategyBase):
     def _check_staged_keys(self, changes: DataFrame, target: WriteTarget, key: Sequence[str]) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
         invalid = changes.where(changes[ACTION_COLUMN] == "invalid").limit(4 * SAMPLE_SIZE).collect()
-        if not invalid:
-            return
-        found: dict[tuple, dict] = {}
-        for row in invalid:
-            found.setdefault(tuple(row[k] for k in key), {**{k: row[k] for k in key}, "_rows": row[KEY_ROWS_COLUMN]})
-        nulls = [r for r in found.values() if any(r[k] is None for k in key)][:SAMPLE_SIZE]
-        dups = [r for r in found.values() if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
-        raise_key_violations(self, target, key, nulls, dups)
+        if invalid:
+            raise_key_violations(self, target, key, *violations_among(invalid, key, KEY_ROWS_COLUMN))
 
     def _check_frozen_schema(self, target: WriteTarget, staged: DataFrame, table_df: DataFrame) -> None:
         managed = {c.lower() for c in HISTORY_COLUMNS}

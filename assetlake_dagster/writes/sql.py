@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from functools import reduce
 from typing import Optional
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from assetlake_dagster.errors import KeyViolationError
 from assetlake_dagster.spec import quote_identifier
@@ -116,6 +116,18 @@ def raise_key_violations(
             partition=target.stamp.partition,
             metadata={"null_keys": len(nulls), "duplicate_key_samples": len(dups)},
         )
+
+
+def violations_among(rows: Sequence[Row], key: Sequence[str], rows_column: str) -> tuple[list[dict], list[dict]]:
+    """Up to :data:`SAMPLE_SIZE` NULL and duplicated keys among collected ``rows``, as
+    :func:`raise_key_violations` takes them; ``rows_column`` holds each row's count of rows
+    with its key (a duplicated key's rows all hold the same count, so it is named once)."""
+    found: dict[tuple, dict] = {}
+    for row in rows:
+        found.setdefault(tuple(row[k] for k in key), {**{k: row[k] for k in key}, "_rows": row[rows_column]})
+    nulls = [r for r in found.values() if any(r[k] is None for k in key)][:SAMPLE_SIZE]
+    dups = [r for r in found.values() if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
+    return nulls, dups
 
 
 def _render(rows: list[dict], key: Sequence[str]) -> str:

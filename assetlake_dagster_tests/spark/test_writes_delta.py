@@ -107,6 +107,19 @@ def test_merge_keeps_rows_absent_from_the_slice(spark, lake_root):
         pytest.param(
             [(None, "a", None), (2, "c", None)], r"NULL keys, e\.g\. \(id=None\) x1", id="null"
         ),
+        # The check rides on the diff, which drops rows equal to the table's: a duplicated
+        # key must still fail when its rows change nothing, or when one of them does.
+        pytest.param(
+            [ROWS[0], ROWS[0], ROWS[1]], r"duplicate keys, e\.g\. \(id=1\) x2", id="duplicate-unchanged"
+        ),
+        pytest.param(
+            [ROWS[1], (2, "bo", 1.5), (3, "cy", None)], r"duplicate keys, e\.g\. \(id=2\) x2",
+            id="duplicate-one-unchanged",
+        ),
+        pytest.param(
+            [(None, "a", None), (None, "b", None), ROWS[0]], r"NULL keys, e\.g\. \(id=None\) x2",
+            id="null-twice",
+        ),
     ],
 )
 def test_merge_rejects_bad_keys_before_writing(spark, lake_root, bad_rows, message):
