@@ -312,19 +312,22 @@ class HistoryWrite(WriteStrategyBase):
         key = [spelled[k.lower()] for k in target.key]
         track = _default_track(target, df.columns)
         self._check_trackable(target, df, track)
-        staged = df.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            # From here to the commit no other history run on this table may commit: a run
-            # that checked its timestamp against the table before another committed would
-            # close that run's versions before they began.
-            with table_lock(spark, target.path):
-                existing = delta_schema(spark, target.path)
-                if existing is None:
+        # From here to the commit no other history run on this table may commit: a run
+        # that checked its timestamp against the table before another committed would
+        # close that run's versions before they began.
+        with table_lock(spark, target.path):
+            existing = delta_schema(spark, target.path)
+            if existing is None:
+                # The key check and the write both read the rows: computed once, cached.
+                staged = df.persist(StorageLevel.MEMORY_AND_DISK)
+                try:
                     check_keys(self, staged, target)  # a later run checks them in its diff
                     return self._create(spark, staged, target, self._run_timestamp(run_timestamp))
-                return self._merge(spark, staged, target, key, track, run_timestamp)
-        finally:
-            staged.unpersist()
+                finally:
+                    staged.unpersist()
+            # The diff reads the rows once (its key check included) and is staged itself:
+            # caching the rows first would only copy them (B1: 1M rows).
+            return self._merge(spark, df, target, key, track, run_timestamp)
 
     def _run_timestamp(self, given: Optional[dt.datetime]) -> dt.datetime:
         """The run's timestamp: the given one (tests), else the clock, now."""
