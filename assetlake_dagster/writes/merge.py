@@ -115,7 +115,7 @@ def changed_rows(
     Two joins, each with a small side Spark can broadcast: the keys of the target rows
     equal to a source row (a semi-join of the target with the source), then the source
     rows without such a key. One anti-join of the source with the target would shuffle
-    every column of the whole target instead (B7: 1.9 s against 1.2 s at 1M rows).
+    every column of the whole target instead (B7's 1M rows: 2.3 s against 1.35 s).
 
     Args:
         source: the rows to merge.
