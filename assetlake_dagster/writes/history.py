@@ -58,14 +58,12 @@ from assetlake_dagster.writes.commit import (
     table_lock,
 )
 from assetlake_dagster.writes.sql import (
-    SAMPLE_SIZE,
     SOURCE_ALIAS,
     TARGET_ALIAS,
     change_condition,
     check_keys,
+    check_staged_keys,
     key_condition,
-    raise_key_violations,
-    violations_among,
 )
 
 #: The parameter marker every timestamp of the run is bound to.
@@ -435,9 +433,7 @@ class HistoryWrite(WriteStrategyBase):
 
     def _check_staged_keys(self, changes: DataFrame, target: WriteTarget, key: Sequence[str]) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
-        invalid = changes.where(changes[ACTION_COLUMN] == "invalid").limit(4 * SAMPLE_SIZE).collect()
-        if invalid:
-            raise_key_violations(self, target, key, *violations_among(invalid, key, KEY_ROWS_COLUMN))
+        check_staged_keys(self, target, key, changes.where(changes[ACTION_COLUMN] == "invalid"), KEY_ROWS_COLUMN)
 
     def _check_frozen_schema(self, target: WriteTarget, staged: DataFrame, table_df: DataFrame) -> None:
         managed = {c.lower() for c in HISTORY_COLUMNS}

@@ -2,10 +2,11 @@
 
 Before anything is written the rows are checked for NULL and duplicate keys (Delta MERGE
 would insert both unmatched duplicates): on a table's first run in a pass of their own,
-later on the diff. The changed rows are found first, NULL-safely, and staged once (a local checkpoint): when there are none, no MERGE runs and no version is
-created (a no-op MERGE still commits: delta-io/delta#1812); otherwise the MERGE reads the
-staged rows, not the diff again, and updates every row it matches (each one changed), so
-it compares no column itself. On a table with deletion vectors
+later on the diff. The changed rows are found first, NULL-safely, and staged once (a
+local checkpoint): when there are none, no MERGE runs and no version is created (a no-op
+MERGE still commits: delta-io/delta#1812); otherwise the MERGE reads the staged rows, not
+the diff again, and updates every row it matches (each one changed), so it compares no
+column itself. On a table with deletion vectors
 (``SparkDeltaResource(deletion_vectors=True)``) the MERGE writes the changed rows only,
 not every file that holds one.
 """
@@ -42,13 +43,11 @@ from assetlake_dagster.writes.commit import (
 )
 from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster.writes.sql import (
-    SAMPLE_SIZE,
     SOURCE_ALIAS,
     TARGET_ALIAS,
     check_keys,
+    check_staged_keys,
     key_condition,
-    raise_key_violations,
-    violations_among,
 )
 
 #: Delta's per-command switch for MERGE schema evolution (what ``withSchemaEvolution`` sets).
@@ -263,13 +262,10 @@ class MergeWrite(WriteStrategyBase):
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )
 
-
     def _check_staged_keys(self, diff: DataFrame, target: WriteTarget, key: Sequence[str], key_rows: str) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
         has_null = reduce(lambda a, b: a | b, [diff[k].isNull() for k in key])
-        invalid = diff.where(has_null | (diff[key_rows] > 1)).limit(4 * SAMPLE_SIZE).collect()
-        if invalid:
-            raise_key_violations(self, target, key, *violations_among(invalid, key, key_rows))
+        check_staged_keys(self, target, key, diff.where(has_null | (diff[key_rows] > 1)), key_rows)
 
 
 def merge_key(target: WriteTarget) -> tuple[str, ...]:

@@ -62,10 +62,7 @@ def find_key_violations(df: DataFrame, key: Sequence[str]) -> tuple[list[dict], 
     grouped = df.groupBy(*key).count().toDF(*key, "_rows")
     has_null = reduce(lambda a, b: a | b, [grouped[k].isNull() for k in key])
     bad = grouped.where(has_null | (grouped["_rows"] > 1))
-    rows = bad.limit(2 * SAMPLE_SIZE + 1).collect()
-    nulls = [r.asDict() for r in rows if any(r[k] is None for k in key)][:SAMPLE_SIZE]
-    dups = [r.asDict() for r in rows if not any(r[k] is None for k in key)][:SAMPLE_SIZE]
-    return nulls, dups
+    return violations_among(bad.limit(2 * SAMPLE_SIZE + 1).collect(), key, "_rows")
 
 
 def check_keys(
@@ -116,6 +113,16 @@ def raise_key_violations(
             partition=target.stamp.partition,
             metadata={"null_keys": len(nulls), "duplicate_key_samples": len(dups)},
         )
+
+
+def check_staged_keys(
+    strategy: WriteStrategyBase, target: WriteTarget, key: Sequence[str], invalid: DataFrame, rows_column: str
+) -> None:
+    """Raise :class:`KeyViolationError` when a staged diff's ``invalid`` rows (those whose
+    key is NULL or duplicated; ``rows_column``: how many rows hold the key) are not empty."""
+    rows = invalid.limit(4 * SAMPLE_SIZE).collect()
+    if rows:
+        raise_key_violations(strategy, target, key, *violations_among(rows, key, rows_column))
 
 
 def violations_among(rows: Sequence[Row], key: Sequence[str], rows_column: str) -> tuple[list[dict], list[dict]]:
