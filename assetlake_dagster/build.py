@@ -70,16 +70,17 @@ def build_definitions(
     keys_by_table.update({uri: translator.get_external_asset_key(uri) for uri in project.external})
     keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
     resource = spark or SparkDeltaResource(lake_root=lake_root)
-    sql_assets = [build_sql_asset(spec, translator, keys_by_table, resource.lake) for spec in project.assets]
+    lake = resource.lake  # a new Lake (and a realpath of its root) per access
+    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake) for spec in project.assets]
 
     readers: dict = {}
     for spec in project.assets:
         for up in spec.upstreams:
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-    external = [external_table_asset(translator, uri, readers.get(uri), resource.lake) for uri in project.external]
+    external = [external_table_asset(translator, uri, readers.get(uri), lake) for uri in project.external]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.
-    watch = build_watch_sensor(project, keys_by_table, resource.lake)
+    watch = build_watch_sensor(project, keys_by_table, lake)
     if watch is not None and all(s.name != watch.name for s in sensors):
         sensors.append(watch)  # a sensor of yours under its name replaces it
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)

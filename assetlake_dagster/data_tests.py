@@ -19,20 +19,21 @@ it tested, and a backfill batch (several partitions, one run) has one outcome pe
 partition. A batch's built-in tests run as one grouped Spark job each, not one per partition.
 """
 
+from __future__ import annotations
+
 import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
-
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
-from pyspark.sql.types import MapType
+from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.delta_sql import is_delta_table, read
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.spec import PARTITION_COLUMN, THIS_MARKER, DataTestKind, DataTestSpec
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
+
+if TYPE_CHECKING:  # PySpark loads when tests run, not with the definitions (checks.py)
+    from pyspark.sql import DataFrame, SparkSession
 
 #: How many failing values a result shows.
 SAMPLE_SIZE = 5
@@ -148,6 +149,8 @@ def _evaluate_groups(
     """
     if not tests:
         return []
+    from pyspark.sql import functions as F
+
     # Persisted once: every test (and every partition's custom test) reads the same rows.
     scope = scope.persist()
     try:
@@ -188,6 +191,9 @@ def _count_by_group(failing: DataFrame, describe) -> dict[Optional[str], tuple[i
     One Spark job for every group: a window counts each group's rows and ranks them;
     the samples are the first :data:`SAMPLE_SIZE` in the order of their shown columns.
     """
+    from pyspark.sql import Window, functions as F
+    from pyspark.sql.types import MapType
+
     shown = [c for c in failing.columns if c != _GROUP]
     orderable = [
         failing[f.name] for f in failing.schema.fields

@@ -8,13 +8,15 @@ with only the Delta jars lacks ("No handler found for extension"). Delta's SQL s
 SQL extension, so assetlake talks to Delta through SQL only.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql.types import StructType
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql.types import StructType
 
 #: What Spark and Delta answer for a path that holds no Delta table: a missing path, a
 #: folder without a log (or with an empty one), a folder of plain Parquet.
@@ -46,6 +48,8 @@ def table_schema(spark: SparkSession, path: str) -> Optional[StructType]:
     ``DESCRIBE DETAIL``, used here before, also sums every file of the version (4 Spark jobs
     and about 0.5-2 s after each commit, on every write).
     """
+    from pyspark.errors import AnalysisException
+
     try:
         return read(spark, path).schema
     except AnalysisException as exc:
@@ -65,6 +69,8 @@ def history(spark: SparkSession, path: str, limit: Optional[int] = None) -> Data
 def history_rows(spark: SparkSession, path: str, limit: int, *columns: str) -> Optional[list[Row]]:
     """The newest ``limit`` history entries' ``columns``, newest first; ``None`` when
     ``path`` holds no Delta table."""
+    from pyspark.errors import AnalysisException
+
     try:
         return history(spark, path, limit).select(*columns).collect()
     except AnalysisException as exc:

@@ -20,7 +20,6 @@ import warnings
 from typing import Any, Optional
 
 import dagster as dg
-from pyspark.sql.types import StructType
 
 from assetlake_dagster.delta_log import DeltaLog, DeltaLogUnreadableError, TableMetadata
 from assetlake_dagster.errors import ConfigError
@@ -103,6 +102,8 @@ def delta_column_schema(metadata: TableMetadata, table_path: str) -> dg.TableSch
         >>> col.name, col.type, col.constraints.nullable, col.description
         ('id', 'bigint', False, 'the key')
     """
+    from pyspark.sql.types import StructType  # only for a table on disk: most loads have none
+
     try:
         schema = StructType.fromJson(dict(metadata.schema))
     except (ValueError, KeyError, TypeError) as exc:  # PySparkValueError is a ValueError

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
-from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.dagster_internals import add_partition_output_metadata, output_run
 from assetlake_dagster.delta_sql import read
@@ -43,8 +42,9 @@ from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strat
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # PySpark (and pandas) load when a run needs them, not with the definitions
     import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
 
 #: Catalog metadata naming an asset's table; external tables carry it (they have no contract).
 TABLE_METADATA_KEY = "assetlake/table"
@@ -146,13 +146,13 @@ def table_uri_for(asset_key: dg.AssetKey) -> TableUri:
         ) from exc
 
 
-def to_spark(spark: SparkSession, obj: Any) -> DataFrame:
+def to_spark(spark: "SparkSession", obj: Any) -> "DataFrame":
     """Accept a Spark or pandas DataFrame (pandas goes through Arrow, keeping NULLs).
 
     Classic and Spark Connect DataFrames both subclass ``pyspark.sql.DataFrame``; a
     pandas DataFrame becomes one of the session's kind.
     """
-    if isinstance(obj, DataFrame):
+    if _is_spark_frame(obj):
         return obj
     if isinstance(obj, _pandas_frame_type()):
         return spark.createDataFrame(_contiguous(obj))
@@ -173,6 +173,13 @@ def _pandas_frame_type() -> tuple[type, ...]:
     """
     pandas = sys.modules.get("pandas")
     return (pandas.DataFrame,) if pandas is not None else ()
+
+
+def _is_spark_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a classic or Spark Connect DataFrame (imports PySpark: a run's work)."""
+    from pyspark.sql import DataFrame
+
+    return isinstance(obj, DataFrame)
 
 
 def _contiguous(pdf: "pd.DataFrame") -> "pd.DataFrame":
@@ -218,7 +225,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             return
         # A Spark DataFrame is written in its own session (a SQL asset's, with its
         # setup's temp views); pandas goes through the process's shared one.
-        session = obj.sparkSession if isinstance(obj, DataFrame) else self.spark.get_session()
+        session = obj.sparkSession if _is_spark_frame(obj) else self.spark.get_session()
         contract = materialize_spec_for(context.asset_key, context.definition_metadata)
         uri, strategy = contract.uri, contract.strategy
         write = strategy_for(strategy)
@@ -284,7 +291,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         return df
 
 
-def with_partition_column(spark: SparkSession, df: DataFrame, keys: Sequence[str], uri: TableUri) -> DataFrame:
+def with_partition_column(spark: "SparkSession", df: "DataFrame", keys: Sequence[str], uri: TableUri) -> "DataFrame":
     """The rows with the managed ``_partition`` column: the run's key (bound, not spliced).
 
     Rows that already carry ``_partition`` (a SQL asset's batch, or a Python asset

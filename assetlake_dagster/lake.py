@@ -7,18 +7,21 @@ elsewhere. A table's path never goes through a symlink inside the lake either: s
 could alias two tables or nest one inside another's folder.
 """
 
+from __future__ import annotations
+
 import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Optional
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import HISTORY_COLUMNS, RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import SparkSession
 
 DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
 LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"

@@ -12,13 +12,13 @@ Building it costs no full-table Spark action after the write:
   columns): a top-10 of the slice (one scan of the slice's files, never of other partitions).
 """
 
+from __future__ import annotations
+
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import AtomicType, StructType
 
 from assetlake_dagster.delta_sql import read
 from assetlake_dagster.schema_history import ColumnShape, next_schema_version
@@ -26,6 +26,11 @@ from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import WriteResult
 from assetlake_dagster.writes.slices import partition_predicate
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
 
 PREVIEW_ROWS = 10
 #: A preview cell longer than this is cut (with an ellipsis); every column is shown.
@@ -80,6 +85,8 @@ def preview_order(df: DataFrame, key: Sequence[str] = ()) -> list[str]:
         >>> preview_order(spark.createDataFrame([], "id INT, tags MAP<STRING,INT>, name STRING"))  # doctest: +SKIP
         ['id', 'name']
     """
+    from pyspark.sql.types import AtomicType
+
     fields = {f.name: f for f in df.schema.fields}
     order = [PARTITION_COLUMN] if PARTITION_COLUMN in fields else []
     if key:

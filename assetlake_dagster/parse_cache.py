@@ -27,9 +27,8 @@ import pickle
 import sys
 import tempfile
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any, Optional, TypeVar
-
-import sqlglot
 
 from assetlake_dagster.errors import display_path
 
@@ -57,7 +56,7 @@ def parser_fingerprint() -> str:
     size and modification time), sqlglot's version, Python's version, the cache format."""
     global _fingerprint
     if _fingerprint is None:
-        digest = hashlib.sha256(f"{_FORMAT}|{sqlglot.__version__}|{sys.version_info[:2]}".encode())
+        digest = hashlib.sha256(f"{_FORMAT}|{metadata.version('sqlglot')}|{sys.version_info[:2]}".encode())
         for folder, dirs, files in sorted(os.walk(_PACKAGE_DIR)):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(f for f in files if f.endswith(".py")):

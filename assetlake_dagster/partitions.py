@@ -7,21 +7,24 @@ A slice is one partition. A backfill runs up to ``batch=`` partitions (default
 manager writes all of them in one commit.
 """
 
+from __future__ import annotations
+
 import datetime as dt
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from assetlake_dagster.dagster_internals import time_window_of
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.writes.slices import describe_slice
 from assetlake_dagster.spec import PARTITION_COLUMN, PartitionKind, PartitionSpec, UpstreamSpec, parse_partition_datetime
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import Column, DataFrame, SparkSession
+
 
 _TIME_WINDOW_CLASSES = {
     PartitionKind.HOURLY: dg.HourlyPartitionsDefinition,
@@ -112,15 +115,21 @@ def with_partition_key(spark: SparkSession, rows: DataFrame, key: str) -> DataFr
     return spark.sql(f"SELECT *, :partition AS {PARTITION_COLUMN} FROM {{rows}}", args={"partition": key}, rows=rows)
 
 
-#: Each time-window kind's partition key of a row, from its local time ``t`` (a timestamp
-#: in the partitions' zone) or day ``d``: the key format of Dagster's time windows.
-_EVENT_TIME_KEYS = {
-    PartitionKind.HOURLY: lambda t, d: F.date_format(F.date_trunc("hour", t), "yyyy-MM-dd-HH:mm"),
-    PartitionKind.DAILY: lambda t, d: F.date_format(d, "yyyy-MM-dd"),
-    # Dagster's weeks start on Sunday (dayofweek: Sunday is 1).
-    PartitionKind.WEEKLY: lambda t, d: F.date_format(F.date_sub(d, F.dayofweek(d) - 1), "yyyy-MM-dd"),
-    PartitionKind.MONTHLY: lambda t, d: F.date_format(F.trunc(d, "MM"), "yyyy-MM-dd"),
-}
+def _event_time_key(kind: PartitionKind, t: Column) -> Column:
+    """The partition key of a row of ``kind`` from its local time ``t`` (a timestamp in the
+    partitions' zone): the key format of Dagster's time windows."""
+    from pyspark.sql import functions as F
+
+    d = F.to_date(t)
+    if kind is PartitionKind.HOURLY:
+        return F.date_format(F.date_trunc("hour", t), "yyyy-MM-dd-HH:mm")
+    if kind is PartitionKind.WEEKLY:  # Dagster's weeks start on Sunday (dayofweek: Sunday is 1)
+        return F.date_format(F.date_sub(d, F.dayofweek(d) - 1), "yyyy-MM-dd")
+    if kind is PartitionKind.MONTHLY:
+        return F.date_format(F.trunc(d, "MM"), "yyyy-MM-dd")
+    if kind is PartitionKind.DAILY:
+        return F.date_format(d, "yyyy-MM-dd")
+    raise ValueError(f"{kind.value} partitions have no time windows")
 
 
 def event_time_range(slices: Sequence["PartitionSlice"]) -> dict[str, dt.datetime]:
@@ -143,6 +152,8 @@ def with_event_time_partitions(
         >>> with_event_time_partitions(spark, rows, spec, ["2024-01-02"], "f.sql:5").first()._partition  # doctest: +SKIP
         '2024-01-02'
     """
+    from pyspark.sql import functions as F, types as T
+
     column = partitions.event_time
     field = next((f for f in rows.schema.fields if f.name.lower() == column.lower()), None)
     if field is None:
@@ -163,7 +174,7 @@ def with_event_time_partitions(
             f"{where}: the event_time column '{column}' is {field.dataType.simpleString().upper()}; "
             f"{partitions.kind.value} partitions need a {needed}. Cast it in the SELECT."
         )
-    key = _EVENT_TIME_KEYS[partitions.kind](local, F.to_date(local))
+    key = _event_time_key(partitions.kind, local)
     outside = F.concat(
         F.lit(f"{where}: a row's {column} ("),
         F.coalesce(value.cast("string"), F.lit("NULL")),

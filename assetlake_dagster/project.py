@@ -8,13 +8,15 @@ tables, no dependency cycles). Every problem of every file is collected and rais
 as one :class:`~assetlake_dagster.errors.ProjectError`.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.annotations import Header, header_length, parse_header
 from assetlake_dagster.dag import TableKey, check_project, table_key, uri_order
@@ -43,7 +45,10 @@ from assetlake_dagster.spec import (
 )
 from assetlake_dagster.parse_cache import ParseCache
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_tables
-from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis, analyze_sql
+
+if TYPE_CHECKING:  # sqlglot loads when a file is parsed: a warm load takes every file from the cache
+    from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis
+
 
 @dataclass(frozen=True)
 class Project:
@@ -176,6 +181,8 @@ def _load_custom_tests(
             problems.append(problem)
             continue
         test_src = SourceText.of(path, _normalize(text).replace(THIS_PLACEHOLDER, THIS_MARKER))
+        from assetlake_dagster.sql_analysis import analyze_sql  # sqlglot: only for a custom test
+
         analysis, found = analyze_sql(test_src, header_length(list(test_src.lines)) + 1)
         if not found and (analysis.setup or analysis.select is None):
             found = [test_src.diagnostic(1, 1, "a custom test is exactly one SELECT returning the failing rows.",
@@ -281,6 +288,8 @@ def _file_kind(mode: int) -> str:
 def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diagnostic], SourceText]:
     """The spec (whenever the materialize line is valid, for cross-checks), the problems
     and the source (to quote lines in cross-file errors)."""
+    from assetlake_dagster.sql_analysis import analyze_sql  # sqlglot: only on a cache miss
+
     code_version = hashlib.sha256(text.encode("utf-8")).hexdigest()
     path = os.path.abspath(path)
     src = SourceText.of(path, _normalize(text))

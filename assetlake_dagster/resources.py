@@ -15,11 +15,10 @@ No ``from __future__ import annotations`` here: Dagster introspects resource fie
 
 import os
 import threading
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import dagster as dg
 from pydantic import Field
-from pyspark.sql import SparkSession
 
 from assetlake_dagster.engine import (
     EngineState,
@@ -39,6 +38,9 @@ from assetlake_dagster.spark_session import (
     is_connect_session,
     new_connect_session,
 )
+
+if TYPE_CHECKING:  # PySpark loads with the first session, not with the definitions
+    from pyspark.sql import SparkSession
 
 MODE_ENV = "ASSETLAKE_SPARK_MODE"
 MASTER_ENV = "ASSETLAKE_SPARK_MASTER"
@@ -146,7 +148,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
         """The master URL of the engine or of the in-process session."""
         return self.master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
 
-    def get_session(self) -> SparkSession:
+    def get_session(self) -> "SparkSession":
         """This process's shared SparkSession (created on first use, then reused).
 
         Python assets use it; SQL files each get their own (:meth:`new_session`).
@@ -161,7 +163,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
         self._apply_conf(session)
         return session
 
-    def new_session(self) -> SparkSession:
+    def new_session(self) -> "SparkSession":
         """A session of its own: its ``SET``s and temp views are seen by no other.
 
         Over Spark Connect (engine, remote) it is a new server-side session; stop it with
@@ -178,7 +180,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
         self._apply_conf(session)
         return session
 
-    def _apply_conf(self, session: SparkSession) -> None:
+    def _apply_conf(self, session: "SparkSession") -> None:
         if self.resolved_mode() == "remote":
             fix = f"Set it on the server ({self.resolved_remote()}) instead."
         else:
@@ -186,7 +188,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
         apply_session_conf(session, self.effective_spark_conf(), fix=fix)
 
     @staticmethod
-    def release_session(session: SparkSession) -> None:
+    def release_session(session: "SparkSession") -> None:
         """Release a session from :meth:`new_session` (a no-op in process: stopping a
         classic session would stop the shared JVM)."""
         if is_connect_session(session):
@@ -226,7 +228,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
             _engines[engine.state_dir] = state
             return state
 
-    def _local_session(self) -> SparkSession:
+    def _local_session(self) -> "SparkSession":
         lake = self.lake
         if not lake.is_url:
             os.makedirs(lake.root, exist_ok=True)

@@ -6,15 +6,18 @@ one, so every asset of an in-process run shares a single JVM. With ``remote=`` t
 no JVM here at all: one Spark Connect client session per server URL, reused the same way.
 """
 
+from __future__ import annotations
+
 import atexit
 import glob
 import os
 import threading
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from pyspark.sql import DataFrame, SparkSession
+if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
 
@@ -96,6 +99,8 @@ def build_spark_session(
     """
     if remote:
         return connect_session(remote, spark_conf)
+    from pyspark.sql import SparkSession
+
     conf: dict[str, str] = dict(DELTA_EXTENSIONS)
     builder = SparkSession.builder.appName(app_name)
     conf.update(EMBEDDED_DEFAULTS)
@@ -247,6 +252,14 @@ def local_checkpoint(df: DataFrame) -> DataFrame:
         return df.localCheckpoint(eager=True)
     finally:
         active.session = before
+
+
+def persist_rows(df: DataFrame) -> DataFrame:
+    """``df`` cached in memory, spilling to disk: for rows a write reads twice (its key
+    check, then its commit), so that the SELECT runs once."""
+    from pyspark import StorageLevel
+
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def is_connect_session(obj: Any) -> bool:

@@ -282,7 +282,7 @@ def _timed(module, name, label):
 # load_project's parts, each where load_project looks it up (cumulative over the files).
 _timed(_build, "load_project", "load_project")
 for name, label in (("discover_sql_files", "discover"), ("_read", "read"), ("parse_header", "parse_headers"),
-                    ("analyze_sql", "analyze_sql"), ("_check_query", "check_queries"),
+                    ("_build_spec", "parse_files"), ("_check_query", "check_queries"),
                     ("import_python_files", "import_python_files"), ("check_project", "check_project")):
     if hasattr(_project, name):
         _timed(_project, name, label)

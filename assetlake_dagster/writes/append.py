@@ -5,11 +5,11 @@ A retry of the same run must not add the rows twice: the write carries Delta's
 That is right only for retries; a new run gets a new app id and appends again.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Optional
-
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.spec import PARTITION_COLUMN, WriteStrategy
 from assetlake_dagster.writes.base import (
@@ -30,6 +30,10 @@ from assetlake_dagster.writes.commit import (
     no_commit,
     result_from_history,
 )
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
+
 
 #: Each app id is used for one logical append, so its single version is a constant.
 TXN_VERSION = 1

@@ -7,19 +7,22 @@ one-line description for ``assetlake plan``. The defaults here are replace's: th
 are the scope, and a partitioned table is scoped to the slice.
 """
 
+from __future__ import annotations
+
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
-
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.delta_sql import is_delta_table, read, table_schema
 from assetlake_dagster.errors import WriteError
 from assetlake_dagster.spec import PARTITION_COLUMN, RESERVED_COLUMNS, MaterializeSpec, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 
 @dataclass(frozen=True)

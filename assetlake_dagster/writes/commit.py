@@ -5,6 +5,8 @@ version a write produced is found by that stamp in the table history, never by t
 "the latest version" (another writer may have committed since).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
@@ -13,14 +15,16 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Optional
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster import delta_log
 from assetlake_dagster.delta_sql import history_rows, session_conf
 from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import SparkSession
+
 
 try:
     import fcntl

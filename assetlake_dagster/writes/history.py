@@ -22,16 +22,15 @@ attempt (a retry too) takes a fresh timestamp after a fresh read. A run whose di
 writes nothing and takes no timestamp (reading the latest one scans the whole history).
 """
 
+from __future__ import annotations
+
 import datetime as dt
 import uuid
 from collections.abc import Sequence
-from typing import Callable, Optional
-
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spark_session import local_checkpoint
+from assetlake_dagster.spark_session import local_checkpoint, persist_rows
 from assetlake_dagster.spec import (
     HISTORY_COLUMNS,
     IS_CURRENT,
@@ -65,6 +64,10 @@ from assetlake_dagster.writes.sql import (
     check_staged_keys,
     key_condition,
 )
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
+
 
 #: The parameter marker every timestamp of the run is bound to.
 RUN_TS_PARAM = "run_ts"
@@ -317,7 +320,7 @@ class HistoryWrite(WriteStrategyBase):
             existing = delta_schema(spark, target.path)
             if existing is None:
                 # The key check and the write both read the rows: computed once, cached.
-                staged = df.persist(StorageLevel.MEMORY_AND_DISK)
+                staged = persist_rows(df)
                 try:
                     check_keys(self, staged, target)  # a later run checks them in its diff
                     return self._create(spark, staged, target, self._run_timestamp(run_timestamp))

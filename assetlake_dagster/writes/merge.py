@@ -11,17 +11,15 @@ column itself. On a table with deletion vectors
 not every file that holds one.
 """
 
+from __future__ import annotations
+
 import uuid
 from collections.abc import Sequence
 from functools import reduce
-from typing import Optional
-
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spark_session import local_checkpoint
+from assetlake_dagster.spark_session import local_checkpoint, persist_rows
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
     WritePlan,
@@ -49,6 +47,11 @@ from assetlake_dagster.writes.sql import (
     check_staged_keys,
     key_condition,
 )
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
 
 #: Delta's per-command switch for MERGE schema evolution (what ``withSchemaEvolution`` sets).
 SCHEMA_EVOLUTION_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
@@ -189,7 +192,7 @@ class MergeWrite(WriteStrategyBase):
                 "Project them in the SELECT or fix key=.",
                 allow_retries=False,
             )
-        staged = df.persist(StorageLevel.MEMORY_AND_DISK)
+        staged = persist_rows(df)
         try:
             if target.partitioned:
                 check_rows_in_slice(self, staged, target)

@@ -5,10 +5,10 @@ slice replaced, with Delta's ``replaceWhere`` on ``_partition``: one atomic comm
 leaves other partitions' files untouched; Delta rejects any row outside the predicate.
 """
 
-from collections.abc import Sequence
-from typing import Optional
+from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.spec import PARTITION_COLUMN, WriteStrategy
 from assetlake_dagster.writes.base import (
@@ -26,6 +26,9 @@ from assetlake_dagster.writes.commit import (
     result_from_history,
 )
 from assetlake_dagster.writes.slices import partition_predicate
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
 
 
 class ReplaceWrite(WriteStrategyBase):

@@ -8,14 +8,18 @@ fresh run timestamp after its re-read (never the failed attempt's, which may now
 than the winner's), and checks it against the table under the table lock.
 """
 
+from __future__ import annotations
+
 import random
 import time
-from typing import Any
-
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING, Any
 
 from assetlake_dagster.writes.base import WriteStrategyBase
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, SparkSession
+
 
 MAX_ATTEMPTS = 4
 #: Delta's conflict error classes (Delta 4) and their older exception names.

@@ -7,16 +7,20 @@ change condition compares the other columns NULL-safely. Identifiers are quoted 
 identifier allow-list, so no column name can alter the statement.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from functools import reduce
-from typing import Optional
-
-from pyspark.sql import DataFrame, Row
+from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.errors import KeyViolationError
 from assetlake_dagster.spec import quote_identifier
 from assetlake_dagster.writes.base import WriteStrategyBase
 from assetlake_dagster.writes.commit import WriteTarget
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import DataFrame, Row
+
 
 TARGET_ALIAS = "t"
 SOURCE_ALIAS = "s"

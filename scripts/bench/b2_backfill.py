@@ -145,7 +145,7 @@ def product_run(spark, lake, spec, keys: list[str], steps: Optional[dict] = None
     # SparkDeltaResource.new_session() in local mode: newSession() of the shared session.
     session = step("new_session", spark.newSession)
     try:
-        # the asset's compute (assets.py _run_sql_asset)
+        # the asset's compute (sql_asset_run.py run_sql_asset)
         step("resolve_upstreams", resolve_upstreams, session, lake, spec)
 
         def run_slices() -> list:

@@ -1,0 +1,134 @@
+"""What a SQL asset's run does: run the file's SQL in the asset's own session, audit the
+rows with its data tests, and hand them to the IO manager (or, for ``manual`` files, run
+the statements and record the table's version).
+
+Kept apart from :mod:`assetlake_dagster.assets`, which builds the definitions: this half
+needs PySpark, which a code location then loads only when a run starts, not with its
+definitions.
+"""
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import dagster as dg
+
+from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
+from assetlake_dagster.data_tests import blocking_failures, evaluate_run
+from assetlake_dagster.errors import display_path
+from assetlake_dagster.lake import ensure_schema, register_table
+from assetlake_dagster.lineage_metadata import column_lineage_metadata
+from assetlake_dagster.materialization import materialization_metadata
+from assetlake_dagster.partitions import run_slices
+from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spark_session import local_checkpoint
+from assetlake_dagster.spec import SqlAssetSpec, TableUri
+from assetlake_dagster.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
+from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
+from assetlake_dagster.writes.commit import current_version
+
+UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
+
+
+def run_sql_asset(
+    context: dg.AssetExecutionContext,
+    spec: SqlAssetSpec,
+    asset_spec: dg.AssetSpec,
+    output_name: str,
+    managed: bool,
+    resource: SparkDeltaResource,
+    spark: Any,
+    args: dict[str, Any],
+    keys_by_table: Mapping[TableUri, dg.AssetKey],
+) -> Iterator[Any]:
+    """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
+    run config's argument values ``args``."""
+    lake = resource.lake
+    upstream_versions = resolve_upstreams(spark, lake, spec)
+    context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
+    slices = run_slices(context) if spec.partitions else []
+    if slices:
+        keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
+        context.log.info(f"partitions: {keys}")
+    if not managed:
+        yield _run_manual(context, spark, lake, spec, args, upstream_versions, slices)
+        return
+    tests = selected_tests(context, spec, asset_spec.key)
+    partitions = [s.key for s in slices]
+    if asset_spec.key not in context.selected_asset_keys:
+        # Checks run on their own: test the committed table, write nothing.
+        write = strategy_for(spec.materialize.strategy)
+        scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, partitions))
+        if scope is None:
+            raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+        if blocking_failures(outcomes):
+            # Dagster fails the step for a failed blocking check; retrying cannot help.
+            refuse_run_retries(context.instance, context.run.run_id)
+        yield from check_events(context, asset_spec.key, outcomes)
+        return
+    df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
+    outcomes = []
+    if tests:
+        # Audit before publish: the tests see exactly the rows the write will commit
+        # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
+        df = local_checkpoint(df)
+        target = _audit_target(spec, lake, partitions)
+        scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+        for outcome in outcomes:
+            if not outcome.passed:
+                context.log.warning(outcome.message(str(spec.uri)))
+        if blocking_failures(outcomes):
+            # Nothing is written: the results judge the table as it stays.
+            yield from check_events(context, asset_spec.key, outcomes)
+            refuse_run_retries(context.instance, context.run.run_id)
+            raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+    output = dg.Output(
+        df,
+        output_name=output_name,
+        metadata={
+            UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
+            **column_lineage_metadata(spark, spec, keys_by_table),
+        },
+    )
+    # The tests ran on the staged rows, before the commit; their results are reported
+    # after it, so that each evaluation targets the materialization this write creates
+    # (Dagster links a result to the asset's latest materialization when it is yielded;
+    # before the write that was the previous one, or none: "Target materialization –").
+    # A partition's check status also shows only while it targets its latest one.
+    yield output
+    yield from check_events(context, asset_spec.key, outcomes)
+
+
+def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:
+    """The write the IO manager is about to make (for the tests' scopes; never written)."""
+    stamp = CommitStamp(run_id="audit", asset=f"{spec.uri.schema}/{spec.uri.table}")
+    return WriteTarget.from_spec(spec.materialize, lake.table_path(spec.uri), stamp, partitions)
+
+
+def _run_manual(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    args: dict[str, Any],
+    upstream_versions: dict[str, Any],
+    slices: list,
+) -> dg.MaterializeResult:
+    ensure_schema(spark, lake, spec.uri.schema)
+    if lake.table_exists(spark, spec.uri):
+        register_table(spark, lake, spec.uri)
+    for bindings in [s.bindings() for s in slices] or [{}]:
+        run_sql_file(spark, spec, {**args, **bindings})
+    metadata: dict[str, Any] = {UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)}
+    if lake.table_exists(spark, spec.uri):
+        register_table(spark, lake, spec.uri)
+        path = lake.table_path(spec.uri)
+        result = WriteResult(committed=True, version=current_version(spark, path), operation="manual")
+        metadata.update(materialization_metadata(spark, spec.uri, path, "manual", result))
+        # The script wrote by itself: we cannot tell whether this run committed.
+        for key in ("delta/committed", "assetlake/rows_written", "delta/operation_metrics"):
+            metadata.pop(key, None)
+    else:
+        context.log.warning(f"{spec.uri}: the manual script left no Delta table at {lake.table_path(spec.uri)}")
+    return dg.MaterializeResult(asset_key=context.asset_key, metadata=metadata)
