@@ -30,7 +30,8 @@
 # Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (the backfill's
 # time limit, default 900), UI_SMOKE_STEP_TIMEOUT_S (each later single run's, and the landing
 # flow's, default 600),
-# UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_KEEP_TMP=1.
+# UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_SETUP_ONLY=1 (install what it needs,
+# then stop), UI_SMOKE_KEEP_TMP=1.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,6 +64,10 @@ fi
 
 if [ "${UI_SMOKE_SKIP_SETUP:-0}" != 1 ]; then
   bash scripts/setup.sh
+fi
+if [ "${UI_SMOKE_SETUP_ONLY:-0}" = 1 ]; then
+  say "set up (UI_SMOKE_SETUP_ONLY=1): not running the smoke test"
+  exit 0
 fi
 
 # --- 2. dagster dev on 127.0.0.1, throwaway DAGSTER_HOME and lake. ----------------------
