@@ -62,6 +62,33 @@ from dagster._core.storage.tags import (
 # public ``ObserveResult(data_version=)``, and no public name spells this tag.
 from dagster._core.definitions.data_version import DATA_VERSION_TAG as DATA_VERSION_TAG
 
+# A SQL asset's AssetsDefinition is built from an OpDefinition directly, not through
+# ``@multi_asset``, whose builder re-inspects the compute function's signature about 16
+# times per asset (most of a 1000-file load, B4). The public ``OpDefinition`` then needs the
+# compute function wrapped as the ``@op`` decorator wraps it (its context typed from the
+# annotation, ``AssetExecutionContext``), and the deps' inputs named as ``@multi_asset``
+# names them, and the checks' outputs. ``unit/test_assets_definition.py`` checks the result equals the decorator's.
+from dagster._core.definitions.assets.definition.assets_definition import (
+    stringify_asset_key_to_input_name as _stringify_asset_key_to_input_name,
+)
+from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction as _DecoratedOpFunction
+
+
+def decorated_op_function(fn: Any) -> Any:
+    """``fn`` as the ``@op`` decorator hands it to ``OpDefinition``."""
+    return _DecoratedOpFunction(fn)
+
+
+def dep_input_name(key: dg.AssetKey) -> str:
+    """The name ``@multi_asset`` gives the (Nothing) input of a dep on ``key``."""
+    return _stringify_asset_key_to_input_name(key).replace("-", "_")
+
+
+def check_spec_output_name(check_spec: dg.AssetCheckSpec) -> str:
+    """The name ``@multi_asset`` gives the output of a check (not ``@public``)."""
+    return check_spec.get_python_identifier()
+
+
 # -- members of public classes that are not @public ----------------------------------------
 def resolve_assets_def(defs: dg.Definitions, key: dg.AssetKey) -> dg.AssetsDefinition:
     """The definition of ``key``: its check specs, partitions and backfill policy."""
