@@ -61,12 +61,12 @@ def build_sql_asset(
         # Before Spark: a date argument that is not a date fails in a moment, not after a session.
         args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
         resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
-        # A session of the asset's own: its setup's SETs and temp views reach no other
-        # asset of this run and no other run sharing the engine. Released once the IO
-        # manager has written the DataFrame (it runs while this generator is suspended).
         # The run's half (PySpark and all) loads with the first run, not with the definitions.
         from assetlake_dagster.sql_asset_run import run_sql_asset
 
+        # A session of the asset's own: its setup's SETs and temp views reach no other
+        # asset of this run and no other run sharing the engine. Released once the IO
+        # manager has written the DataFrame (it runs while this generator is suspended).
         spark = resource.new_session()
         try:
             yield from run_sql_asset(

@@ -66,8 +66,9 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG as DATA_VERS
 # ``@multi_asset``, whose builder re-inspects the compute function's signature about 16
 # times per asset (most of a 1000-file load, B4). The public ``OpDefinition`` then needs the
 # compute function wrapped as the ``@op`` decorator wraps it (its context typed from the
-# annotation, ``AssetExecutionContext``), and the deps' inputs named as ``@multi_asset``
-# names them, and the checks' outputs. ``unit/test_assets_definition.py`` checks the result equals the decorator's.
+# annotation, ``AssetExecutionContext``), and the deps' inputs and the checks' outputs named
+# as ``@multi_asset`` names them. ``unit/test_assets_definition.py`` checks the result equals
+# the decorator's.
 from dagster._core.definitions.assets.definition.assets_definition import (
     stringify_asset_key_to_input_name as _stringify_asset_key_to_input_name,
 )
