@@ -9,7 +9,12 @@ from typing import Any, Optional
 import dagster as dg
 
 from assetlake_dagster.checks import check_specs, restore_run_retries
-from assetlake_dagster.dagster_internals import check_spec_output_name, decorated_op_function, dep_input_name
+from assetlake_dagster.dagster_internals import (
+    check_spec_output_name,
+    decorated_op_function,
+    dep_input_name,
+    with_deps_and_metadata,
+)
 from assetlake_dagster.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake import Lake
@@ -43,7 +48,7 @@ def build_sql_asset(
     """
     translated = translator.get_asset_spec(spec)
     deps, metadata = write_contract(translated, spec, keys_by_table or {}, lake)
-    asset_spec = translated.replace_attributes(deps=deps, metadata=metadata)
+    asset_spec = with_deps_and_metadata(translated, deps, metadata)
     output_name = asset_spec.key.to_python_identifier()
 
     managed = spec.materialize.strategy is not WriteStrategy.MANUAL
@@ -99,6 +104,13 @@ def build_sql_asset(
     )
 
 
+# Built once and shared by every op (immutable): Dagster resolves a type per In/Out, and
+# converts a config dict to a schema per op, at a cost that showed in a 1000-file load.
+_DEP_IN = dg.In(dagster_type=dg.Nothing)
+_CHECK_OUT = {required: dg.Out(dagster_type=None, is_required=required) for required in (False, True)}
+_NO_CONFIG = dg.Field(dg.Shape({}))  # what Dagster makes of ``{}``
+
+
 def _assets_definition(
     compute: Callable[..., Any],
     *,
@@ -121,6 +133,7 @@ def _assets_definition(
     """
     inputs = {dep_input_name(dep.asset_key): dep.asset_key for dep in asset_spec.deps}
     checks_by_output = {check_spec_output_name(check): check for check in checks}
+    check_out = _CHECK_OUT[not can_subset]
     out = dg.Out(
         dagster_type=dagster_type,
         description=asset_spec.description,
@@ -131,10 +144,10 @@ def _assets_definition(
     op = dg.OpDefinition(
         compute_fn=decorated_op_function(compute),
         name=name,
-        ins={input_name: dg.In(dagster_type=dg.Nothing) for input_name in inputs},
-        outs={output_name: out, **{n: dg.Out(dagster_type=None, is_required=not can_subset) for n in checks_by_output}},
+        ins=dict.fromkeys(inputs, _DEP_IN),
+        outs={output_name: out, **dict.fromkeys(checks_by_output, check_out)},
         required_resource_keys={SPARK_RESOURCE_KEY},
-        config_schema=config_schema or {},  # as @multi_asset: no arguments, an empty config
+        config_schema=config_schema or _NO_CONFIG,  # as @multi_asset: no arguments, an empty config
     )
     return dg.AssetsDefinition(
         keys_by_input_name=inputs,

@@ -108,8 +108,9 @@ def load_project(
     built: dict[str, tuple[Optional[SqlAssetSpec], list[Diagnostic], Optional[SourceText]]] = {}
     # A file whose text the cache has seen is not parsed again (parse_cache.py).
     cache = ParseCache.open(root)
+    real_root = os.path.realpath(root)
     for path in discover_sql_files(root):
-        text, problem = _read(path) if not _outside(path, root) else ("", _escaping_link(path))
+        text, problem = _read(path) if not _outside(path, real_root) else ("", _escaping_link(path))
         if problem is not None:
             built[path] = (None, [problem], None)
             continue
@@ -166,7 +167,7 @@ def _load_custom_tests(
             continue
         where = test.location
         path = _resolve_test_path(spec, test)
-        if os.path.commonpath([path, root]) != root or _outside(path, root):
+        if os.path.commonpath([path, root]) != root or _outside(path, os.path.realpath(root)):
             # Real paths: a test file that is a symlink to outside the project is outside it.
             where_to = "" if os.path.commonpath([path, root]) != root else f" (a symlink to {os.path.realpath(path)})"
             problems.append(src.diagnostic(where.line, where.col, f"test file '{test.path}' is outside the project folder{where_to}.",
@@ -230,10 +231,11 @@ def discover_sql_files(root: str) -> list[str]:
     return sorted(found)
 
 
-def _outside(path: str, root: str) -> bool:
-    """Whether ``path`` resolves (symlinks followed) outside the project folder ``root``."""
+def _outside(path: str, real_root: str) -> bool:
+    """Whether ``path`` resolves (symlinks followed) outside the project folder, whose real path
+    is ``real_root`` (resolved once by the caller, not once per file)."""
     try:
-        real, real_root = os.path.realpath(path), os.path.realpath(root)
+        real = os.path.realpath(path)
     except ValueError:  # a NUL in a data_test path: no such file, reported as missing
         return False
     return os.path.commonpath([real, real_root]) != real_root

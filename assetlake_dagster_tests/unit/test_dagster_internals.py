@@ -34,7 +34,7 @@ _NON_PUBLIC_MEMBERS = (
     "event_type_value", "get_asset_check_evaluations", "get_materialized_partitions",
     "get_output_name_for_asset_check_key", "is_materializable", "resolve_assets_def",
     "resolve_implicit_job_def_def_for_assets", "resolve_job_def", "run_retries_retry_on_asset_or_op_failure",
-    "step_context", "time_window_for_partition_key", "without", "get_python_identifier",
+    "step_context", "time_window_for_partition_key", "without", "get_python_identifier", "_replace",
 )
 
 
@@ -137,6 +137,16 @@ def test_automation_adapters_answer_as_the_library_expects():
     assert di.sensor_asset_selection(sensor).resolve(dg.Definitions(assets=[events]).resolve_asset_graph()) == {
         dg.AssetKey("events")
     }
+
+
+def test_with_deps_and_metadata_equals_replace_attributes():
+    spec = dg.AssetSpec(
+        ["s", "t"], deps=["s/u"], description="d", metadata={"a": 1}, group_name="g", owners=["team:x"],
+        tags={"k": "v"}, kinds={"spark"}, partitions_def=_DAILY, code_version="1",
+    )
+    deps, metadata = [dg.AssetDep(dg.AssetKey(["p", "u"]))], {"a": 2, "b": dg.MetadataValue.path("/x")}
+    assert di.with_deps_and_metadata(spec, deps, metadata) == spec.replace_attributes(deps=deps, metadata=metadata)
+    assert di.with_deps_and_metadata(spec, deps, metadata) != spec
 
 
 def test_definition_lookups_answer_as_the_library_expects():
