@@ -29,6 +29,7 @@ from typing import IO, Optional
 import pyspark
 
 from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.jvm_archive import with_archive
 from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, delta_jar_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -181,6 +182,7 @@ def server_command(
     if warehouse_dir:
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     conf.update(spark_conf or {})
+    conf = with_archive(conf)  # the server's JVM maps the class-data archive
     jars = delta_jar_conf()
     command = [os.path.join(_spark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
     command += ["--name", "assetlake Spark Connect", "--master", master]

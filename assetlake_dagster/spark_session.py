@@ -109,6 +109,9 @@ def build_spark_session(
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     builder = builder.master(master)
     conf.update(spark_conf or {})
+    from assetlake_dagster.jvm_archive import with_archive
+
+    conf = with_archive(conf)  # this process starts the JVM: it maps the class-data archive
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

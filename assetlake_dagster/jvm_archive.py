@@ -1,0 +1,175 @@
+"""The class-data archive of Spark's JVM: a Spark start on about a third less CPU.
+
+A JVM that runs Spark first loads, parses and verifies some twenty thousand classes of
+Spark, Delta and their libraries: most of a start (here, a session and its first Delta
+write took 35 CPU-seconds). A dynamic class-data-sharing archive (JDK 13+,
+``-XX:ArchiveClassesAtExit``) keeps them parsed and verified in one file that each later
+JVM maps instead.
+
+``scripts/setup.sh`` builds it once per Java, PySpark and Delta install
+(``python -m assetlake_dagster.jvm_archive``, about half a minute): it starts a Spark Connect
+server as the warm engine does, runs Delta writes, a merge and reads through it, and stops
+it, which writes the archive of every class the server loaded. From then on each JVM that
+assetlake starts on this machine (the warm engine, ``connect_server``, the in-process
+session) maps it. Without the file they start as before. The JVM checks the archive against
+its own build and class path and ignores one that does not match, so a stale archive
+costs its benefit and nothing else.
+
+``ASSETLAKE_JVM_ARCHIVE`` names another file, or ``off`` turns the archive off. The default
+is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-java-<id>.jsa`` (about 170 MB),
+where ``<id>`` identifies the ``java`` that Spark's launcher runs.
+
+Example::
+
+    python -m assetlake_dagster.jvm_archive            # build it if missing
+    python -m assetlake_dagster.jvm_archive --force    # build it again
+"""
+
+import argparse
+import contextlib
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.spark_session import delta_version
+
+ARCHIVE_ENV = "ASSETLAKE_JVM_ARCHIVE"
+JAVA_OPTIONS_CONF = "spark.driver.extraJavaOptions"
+#: The JVM's own notes on the archive (a class it skips, a class path that does not match)
+#: are not the user's business: the archive is an optimisation, and the JVM runs without it.
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+class JvmArchiveError(AssetlakeError):
+    """The archive could not be built (the message ends with the server's log tail)."""
+
+
+def archive_path() -> Optional[str]:
+    """The archive file of this machine's Spark (existing or not); ``None`` when turned off.
+
+    Example:
+        >>> archive_path()  # doctest: +SKIP
+        '/home/ann/.cache/assetlake/jvm/spark-4.0.1-delta-4.0.1-java-3f2a9c81d0e4.jsa'
+    """
+    chosen = os.environ.get(ARCHIVE_ENV, "").strip()
+    if chosen.lower() == "off":
+        return None
+    if chosen:
+        return os.path.abspath(os.path.expanduser(chosen))
+    from pyspark import __version__ as pyspark_version
+
+    name = f"spark-{pyspark_version}-delta-{delta_version()}-java-{_java_id()}.jsa"
+    return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jvm", name)
+
+
+def with_archive(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` for a JVM started on this machine, mapping the archive when there is one.
+
+    The archive's options go first in ``spark.driver.extraJavaOptions``, so options of the
+    caller's own (another ``-XX:SharedArchiveFile`` included) come later and win.
+
+    Example:
+        >>> with_archive({"spark.driver.extraJavaOptions": "-Dx=1"})  # doctest: +SKIP
+        {'spark.driver.extraJavaOptions': '-XX:SharedArchiveFile=/home/ann/.cache/... -Dx=1'}
+    """
+    own = conf.get(JAVA_OPTIONS_CONF, "").strip()
+    path = archive_path()
+    if path is None or not os.path.isfile(path) or "-XX:ArchiveClassesAtExit" in own:
+        return dict(conf)  # none, or this JVM writes one (it may not map one then)
+    options = f"-XX:SharedArchiveFile={path} {_QUIET}"
+    return {**conf, JAVA_OPTIONS_CONF: f"{options} {own}".strip()}
+
+
+def build(path: Optional[str] = None, *, force: bool = False) -> Optional[str]:
+    """Build the archive (if missing, or ``force``) and return its path; ``None`` when off.
+
+    Written beside its final name and renamed into place, so a JVM starting meanwhile
+    maps either no archive or a whole one.
+    """
+    path = path or archive_path()
+    if path is None or (os.path.isfile(path) and not force):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    try:
+        _write(partial)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise
+    os.replace(partial, path)
+    return path
+
+
+def _write(partial: str) -> None:
+    """Run the workload in a server that writes its archive to ``partial`` as it exits."""
+    from assetlake_dagster.connect_server import free_port, start_connect_server
+    from assetlake_dagster.spark_session import new_connect_session
+
+    with tempfile.TemporaryDirectory(prefix="assetlake-jvm-archive-") as tmp:
+        conf = {JAVA_OPTIONS_CONF: f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
+        server = start_connect_server(
+            free_port(), master="local[2]", spark_conf=conf, warehouse_dir=os.path.join(tmp, "warehouse"),
+            log_path=os.path.join(tmp, "server.log"),
+        )
+        try:
+            session = new_connect_session(server.url)
+            try:
+                _workload(session, os.path.join(tmp, "lake"))
+            finally:
+                session.stop()
+        finally:
+            server.stop(timeout=120)  # the JVM writes the archive as it exits
+        if not os.path.isfile(partial):
+            raise JvmArchiveError(f"the JVM wrote no archive at {partial}; its log:\n{server.log_tail()}")
+
+
+def _workload(spark, lake: str) -> None:
+    """What runs load the classes of: Delta's create, write, merge, partition replace and reads."""
+    table = f"delta.`{lake}/t`"
+    spark.sql(f"CREATE TABLE {table} (id INT, v STRING, d DATE) USING DELTA PARTITIONED BY (d)")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'a', DATE'2024-01-01'), (2, 'b', DATE'2024-01-02')")
+    spark.sql(
+        f"MERGE INTO {table} t USING (SELECT 1 AS id, 'z' AS v, DATE'2024-01-01' AS d) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql(f"INSERT INTO {table} REPLACE WHERE d = DATE'2024-01-02' SELECT 3, 'c', DATE'2024-01-02'")
+    spark.sql(f"SELECT d, count(*) AS n, max(v) AS v FROM {table} GROUP BY d ORDER BY d").collect()
+    spark.sql(f"DESCRIBE HISTORY {table}").collect()
+    spark.createDataFrame([(1, "x")], "id INT, v STRING").write.format("delta").save(f"{lake}/df")
+
+
+def _java_id() -> str:
+    """Identifies the ``java`` Spark's launcher runs (``$JAVA_HOME/bin/java``, else the one on
+    ``PATH``): its real path, size and modification time, hashed."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return "none"
+    real = os.path.realpath(java)
+    st = os.stat(real)
+    return hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m assetlake_dagster.jvm_archive [--force]``: build the archive if missing."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--force", action="store_true", help="build it again even if it exists")
+    args = parser.parse_args(argv)
+    path = archive_path()
+    if path is None:
+        print(f"the JVM archive is off ({ARCHIVE_ENV}=off)")
+        return 0
+    existed = os.path.isfile(path)
+    build(path, force=args.force)
+    print(f"JVM archive {'kept' if existed and not args.force else 'built'}: {path} ({os.path.getsize(path) // 2**20} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
