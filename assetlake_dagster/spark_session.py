@@ -243,6 +243,12 @@ def local_checkpoint(df: DataFrame) -> DataFrame:
     with several sessions in a process (one per SQL asset), the result then names a
     cached relation that its session does not have ("No DataFrame with id … is found in
     the session"). So ``df``'s session is made the active one for the call.
+
+    Over Spark Connect the result is also kept from releasing itself when it is garbage
+    collected: PySpark releases it from ``__del__``, a gRPC call on whatever thread the
+    collector runs, and one run inside gRPC's own start of a thread deadlocked a merge. It
+    is released by :func:`release_checkpoint`, or with its session: the server drops a
+    stopped session's checkpoints (the SQL assets' sessions are stopped after each write).
     """
     if not is_connect_session(df):
         return df.localCheckpoint(eager=True)
@@ -252,9 +258,29 @@ def local_checkpoint(df: DataFrame) -> DataFrame:
     before = getattr(active, "session", None)
     active.session = df.sparkSession
     try:
-        return df.localCheckpoint(eager=True)
+        checkpoint = df.localCheckpoint(eager=True)
     finally:
         active.session = before
+    relation = checkpoint._plan  # a CachedRemoteRelation: its __del__ releases it if it has a session
+    relation._assetlake_session, relation._spark_session = relation._spark_session, None
+    return checkpoint
+
+
+def release_checkpoint(df: DataFrame) -> None:
+    """Release a :func:`local_checkpoint` now, from this thread: over Spark Connect the
+    server drops its rows (in process, Spark's cleaner drops them once unreferenced).
+
+    ``df`` must not be used after, nor anything derived from it.
+    """
+    relation = getattr(df, "_plan", None)
+    session = getattr(relation, "_assetlake_session", None)
+    if session is None:  # classic, or released already
+        return
+    relation._assetlake_session, relation._spark_session = None, session
+    try:
+        relation.__del__()  # PySpark's own release, called here instead of by the collector
+    finally:
+        relation._spark_session, relation._relation_id = None, None
 
 
 def persist_rows(df: DataFrame) -> DataFrame:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spark_session import local_checkpoint, persist_rows
+from assetlake_dagster.spark_session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import (
     HISTORY_COLUMNS,
     IS_CURRENT,
@@ -389,18 +389,21 @@ class HistoryWrite(WriteStrategyBase):
             # The diff, computed once and staged: its counts and the MERGE both read it.
             query = staged_changes_query(table, key, list(staged.columns), track, target.close_deletes, snapshot=view)
             changes = local_checkpoint(spark.sql(query))
-            self._check_staged_keys(changes, target, key)
-            if not changes.take(1):
-                return no_commit(current_version(spark, target.path))
-            # Only a run that writes needs its timestamp, taken after the table was read (so
-            # every run committed before took its own earlier) and checked before the MERGE.
-            run_ts = self._checked_run_timestamp(spark, target, table, run_timestamp)
-            changes.createOrReplaceTempView(changes_view)
-            # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
-            # classic session and on a Spark Connect server without the Delta Connect plugin.
-            statement = history_merge_statement(table, key, list(staged.columns), changes=changes_view)
-            with stamped_session(spark, target.stamp):
-                spark.sql(statement, args={RUN_TS_PARAM: run_ts}).collect()
+            try:
+                self._check_staged_keys(changes, target, key)
+                if not changes.take(1):
+                    return no_commit(current_version(spark, target.path))
+                # Only a run that writes needs its timestamp, taken after the table was read (so
+                # every run committed before took its own earlier) and checked before the MERGE.
+                run_ts = self._checked_run_timestamp(spark, target, table, run_timestamp)
+                changes.createOrReplaceTempView(changes_view)
+                # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
+                # classic session and on a Spark Connect server without the Delta Connect plugin.
+                statement = history_merge_statement(table, key, list(staged.columns), changes=changes_view)
+                with stamped_session(spark, target.stamp):
+                    spark.sql(statement, args={RUN_TS_PARAM: run_ts}).collect()
+            finally:
+                release_checkpoint(changes)  # here, not from the garbage collector (see local_checkpoint)
         finally:
             spark.catalog.dropTempView(view)
             spark.catalog.dropTempView(changes_view)

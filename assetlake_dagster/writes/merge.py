@@ -19,7 +19,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spark_session import local_checkpoint, persist_rows
+from assetlake_dagster.spark_session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
     WritePlan,
@@ -233,14 +233,27 @@ class MergeWrite(WriteStrategyBase):
         key = merge_key(target)
         if new_columns:  # every row is merged: the target lacks columns to compare
             check_keys(self, staged, target, key)
-            changes = staged
-        else:
-            # The diff is evaluated once and carries the key check: the check, the
-            # emptiness check and the MERGE read the staged rows.
-            key_rows = f"__assetlake_key_rows_{uuid.uuid4().hex[:8]}"
-            diff = local_checkpoint(changed_rows(staged, current, key, key_rows=key_rows))
+            return self._merge_changes(spark, staged, target, key, staged, new_columns)
+        # The diff is evaluated once and carries the key check: the check, the
+        # emptiness check and the MERGE read the staged rows.
+        key_rows = f"__assetlake_key_rows_{uuid.uuid4().hex[:8]}"
+        diff = local_checkpoint(changed_rows(staged, current, key, key_rows=key_rows))
+        try:
             self._check_staged_keys(diff, target, key, key_rows)
-            changes = diff.drop(key_rows)
+            return self._merge_changes(spark, staged, target, key, diff.drop(key_rows), new_columns)
+        finally:
+            release_checkpoint(diff)  # here, not from the garbage collector (see local_checkpoint)
+
+    def _merge_changes(
+        self,
+        spark: SparkSession,
+        staged: DataFrame,
+        target: WriteTarget,
+        key: Sequence[str],
+        changes: DataFrame,
+        new_columns: Sequence[str],
+    ) -> WriteResult:
+        """MERGE ``changes`` (the staged rows that differ, or all of them) on ``key``."""
         if not changes.take(1):
             version = current_version(spark, target.path)
             return no_commit(version)

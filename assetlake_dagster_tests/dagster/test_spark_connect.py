@@ -8,6 +8,7 @@ fixture fails with the server's log tail.
 """
 
 import datetime as dt
+import gc
 import json
 import os
 
@@ -22,7 +23,7 @@ from assetlake_dagster.io_manager import DeltaIOManager, managed_write
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spark_session import connect_session, is_connect_session
+from assetlake_dagster.spark_session import connect_session, is_connect_session, local_checkpoint, release_checkpoint
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
@@ -303,6 +304,38 @@ def by_partition(spark, lake_root, table):
     for r in rows:
         grouped.setdefault(r[PARTITION_COLUMN], []).append(r)
     return grouped
+
+
+def test_a_checkpoint_is_released_by_its_writer_never_by_the_garbage_collector(remote):
+    """PySpark releases a checkpoint's server-side rows from ``__del__``: a gRPC call on
+    whatever thread the garbage collector happens to run. Run inside gRPC's own start of a
+    thread, such a call deadlocked a merge of this suite (the run hung, both cores idle). Ours
+    are released by the write that made them, on its own thread, or with their session."""
+    resource, _ = remote
+    session = resource.new_session()
+    calls = []
+    request = session.client._execute_plan_request_with_metadata
+    session.client._execute_plan_request_with_metadata = lambda *a, **k: calls.append(1) or request(*a, **k)
+    try:
+        collected = local_checkpoint(session.range(3))
+        assert collected.count() == 3
+        calls.clear()
+        del collected
+        gc.collect()
+        assert calls == []  # no request from the finalizer
+
+        released = local_checkpoint(session.range(4))
+        relation_id = released._plan._relation_id
+        calls.clear()
+        release_checkpoint(released)
+        assert len(calls) == 1  # the release itself, from this thread
+        # The server no longer has the rows: a DataFrame naming them fails.
+        again = session._create_remote_dataframe(relation_id)
+        again._plan._spark_session = None  # no release of its own when collected
+        with pytest.raises(Exception, match="No DataFrame with id"):
+            again.count()
+    finally:
+        resource.release_session(session)
 
 
 def test_with_partition_key_binds_the_key_over_spark_connect(remote):
