@@ -1,17 +1,17 @@
-"""The class-data archive of Spark's JVM: a Spark start on about a third less CPU.
+"""The class-data archive of Spark's JVM: a Spark start on about a fifth less CPU.
 
 A JVM that runs Spark first loads, parses and verifies some twenty thousand classes of
 Spark, Delta and their libraries: most of a start (here, a session and its first Delta
-write took 35 CPU-seconds). A dynamic class-data-sharing archive (JDK 13+,
+write took 33-39 CPU-seconds, 25-30 with the archive). A dynamic class-data-sharing archive (JDK 13+,
 ``-XX:ArchiveClassesAtExit``) keeps them parsed and verified in one file that each later
 JVM maps instead.
 
 ``scripts/setup.sh`` builds it once per Java, PySpark and Delta install
-(``python -m assetlake_dagster.jvm_archive``, about half a minute): it starts a Spark Connect
+(``python -m assetlake_dagster.jvm_archive``, about 50 s): it starts a Spark Connect
 server as the warm engine does, runs Delta writes, a merge and reads through it, and stops
 it, which writes the archive of every class the server loaded. From then on each JVM that
 assetlake starts on this machine (the warm engine, ``connect_server``, the in-process
-session) maps it. Without the file they start as before. The JVM checks the archive against
+session) is given it. Without the file they start as before. The JVM checks the archive against
 its own build and class path and ignores one that does not match, so a stale archive
 costs its benefit and nothing else. Known limit: PySpark's launcher puts a relative entry
 (``hive-jackson/*``) on the class path, so the archive matches only a JVM started from the
@@ -19,7 +19,7 @@ folder it was built in (``scripts/setup.sh`` builds it from the repo root); else
 ignores it.
 
 ``ASSETLAKE_JVM_ARCHIVE`` names another file, or ``off`` turns the archive off. The default
-is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-java-<id>.jsa`` (about 170 MB),
+is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-java-<id>.jsa`` (about 200 MB),
 where ``<id>`` identifies the ``java`` that Spark's launcher runs.
 
 Example::
