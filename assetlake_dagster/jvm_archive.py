@@ -13,10 +13,9 @@ it, which writes the archive of every class the server loaded. From then on each
 assetlake starts on this machine (the warm engine, ``connect_server``, the in-process
 session) is given it. Without the file they start as before. The JVM checks the archive against
 its own build and class path and ignores one that does not match, so a stale archive
-costs its benefit and nothing else. Known limit: PySpark's launcher puts a relative entry
-(``hive-jackson/*``) on the class path, so the archive matches only a JVM started from the
-folder it was built in (``scripts/setup.sh`` builds it from the repo root); elsewhere the JVM
-ignores it.
+costs its benefit and nothing else. The JVM's working folder does not matter: the one
+relative entry Spark's launcher puts on the class path (``hive-jackson/*``) names no file
+unless that folder holds a ``hive-jackson/`` of jars, and an entry that names none is left out.
 
 ``ASSETLAKE_JVM_ARCHIVE`` names another file, or ``off`` turns the archive off. The default
 is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-java-<id>.jsa`` (about 200 MB),
