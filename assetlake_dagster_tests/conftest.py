@@ -27,7 +27,10 @@ _chosen = os.environ.get("ASSETLAKE_ENGINE_DIR")
 if _chosen is None or os.path.basename(_chosen).startswith(_SUITE_ENGINE_PREFIX):
     # None yet, or the controller's (a worker inherits its environment): one of our own.
     os.environ["ASSETLAKE_ENGINE_DIR"] = tempfile.mkdtemp(prefix=_SUITE_ENGINE_PREFIX)
-os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "600")
+# Up for the whole run (stopped at its end): a worker that spends ten minutes on in-process
+# files would otherwise start its engine again for the next file that uses it (~30 CPU-s).
+# The timeout only bounds an engine a killed run leaves behind.
+os.environ.setdefault("ASSETLAKE_ENGINE_IDLE_TIMEOUT", "3600")
 # The parse cache of the suite's loads (and its subprocesses'): its own, not the user's.
 os.environ["ASSETLAKE_CACHE_DIR"] = tempfile.mkdtemp(prefix="assetlake-test-parse-cache-")
 
