@@ -35,6 +35,14 @@ DEMO_KEYS = {
 DEMO_EXTERNAL_KEYS = {"landing/payments"}
 
 
+#: For a Spark JVM a test starts that lives seconds (an engine it kills, a writer it kills):
+#: C1 alone compiles enough for it; Spark's launcher gives SPARK_SUBMIT_OPTS to the JVM it
+#: starts. Measured, twice each: e2e/test_engine.py 201/209 CPU-s with C2, 163/168 with C1
+#: alone; spark/test_kill_writer.py 91/93 and 83/86. Not for the suite's long-lived JVMs: C1
+#: alone made four Spark and Dagster files cost 823 CPU-s instead of 579.
+SHORT_LIVED_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1"}
+
+
 def cli_env(**overrides: str) -> dict[str, str]:
     """The environment for a subprocess that runs `dagster` or `assetlake` as a user would.
 

@@ -17,13 +17,8 @@ import time
 import pytest
 
 from assetlake_dagster.engine import WarmEngine, local_table_version
-from assetlake_dagster_tests.helpers import alive, cli_env
+from assetlake_dagster_tests.helpers import SHORT_LIVED_JVM, alive, cli_env
 
-#: The engines these tests start live for seconds: C1 alone compiles enough for them (Spark's
-#: launcher gives SPARK_SUBMIT_OPTS to the JVM it starts). Measured on this file, twice each:
-#: 201/209 CPU-s with C2, 163/168 with C1 alone. Not for the suite's long-lived JVMs: C1
-#: alone made four Spark and Dagster files cost 823 CPU-s instead of 579.
-SHORT_LIVED_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1"}
 
 
 def _python(code: str, env: dict, timeout: float = 600) -> subprocess.Popen:
@@ -225,7 +220,7 @@ def _spark_class(*args: str, log) -> subprocess.Popen:
     import pyspark
 
     home = os.path.dirname(pyspark.__file__)
-    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1", **SHORT_LIVED_JVM)
+    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1")
     return subprocess.Popen(
         [os.path.join(home, "bin", "spark-class"), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -28,7 +28,7 @@ from assetlake_dagster.delta_sql import history
 from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.writes import strategy_for
 from assetlake_dagster_tests.blocked_writer import NEW_NAME, PARTITIONS, table_path, target
-from assetlake_dagster_tests.helpers import REPO
+from assetlake_dagster_tests.helpers import REPO, SHORT_LIVED_JVM
 
 SCHEMA = "id BIGINT, name STRING"
 STRATEGIES = ("replace", "append", "merge", "history")
@@ -108,11 +108,8 @@ def test_sigkilled_writer_leaves_every_table_at_its_prior_version(spark, lake_ro
     markers = tmp_path / "blocked"
     markers.mkdir()
     log_path = tmp_path / "writer.log"
-    # The writer's JVM lives seconds: C1 alone compiles enough for it (as for the e2e engine
-    # tests' engines; Spark's launcher gives SPARK_SUBMIT_OPTS to the JVM it starts). This
-    # file, twice each: 91/93 CPU-s with C2, 83/86 with C1 alone.
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1")
+    # The writer's JVM lives seconds, until the kill.
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, **SHORT_LIVED_JVM)
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
         env.pop(name, None)  # a classic writer, whatever ran before in this process
     command = [sys.executable, "-m", "assetlake_dagster_tests.blocked_writer", lake_root, str(markers)]
