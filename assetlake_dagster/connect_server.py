@@ -26,11 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
-import pyspark
-
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.jvm_archive import with_archive
-from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, delta_jar_conf
+from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, delta_jar_conf, pyspark_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -184,7 +182,7 @@ def server_command(
     conf.update(spark_conf or {})
     conf = with_archive(conf)  # the server's JVM maps the class-data archive
     jars = delta_jar_conf()
-    command = [os.path.join(_spark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
+    command = [os.path.join(pyspark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
     command += ["--name", "assetlake Spark Connect", "--master", master]
     if "spark.jars" in jars:
         command += ["--jars", jars["spark.jars"]]
@@ -198,7 +196,7 @@ def server_command(
 def server_env(host: str = DEFAULT_HOST) -> dict[str, str]:
     """The server's environment: PySpark's Spark home, this Python for UDF workers."""
     env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
-    env["SPARK_HOME"] = _spark_home()
+    env["SPARK_HOME"] = pyspark_home()
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     if _is_loopback(host):
         # Otherwise Spark binds its driver to the machine's first non-loopback address.
@@ -211,10 +209,6 @@ def free_port(host: str = DEFAULT_HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-def _spark_home() -> str:
-    return os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
 def _is_loopback(host: str) -> bool:

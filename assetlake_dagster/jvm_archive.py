@@ -18,8 +18,11 @@ relative entry Spark's launcher puts on the class path (``hive-jackson/*``) name
 unless that folder holds a ``hive-jackson/`` of jars, and an entry that names none is left out.
 
 ``ASSETLAKE_JVM_ARCHIVE`` names another file, or ``off`` turns the archive off. The default
-is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-java-<id>.jsa`` (about 200 MB),
-where ``<id>`` identifies the ``java`` that Spark's launcher runs.
+is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-home-<home>-build-<build>.jsa``
+(about 200 MB). ``<home>`` identifies the Spark install (PySpark's folder: each virtualenv
+has its own, and the JVM checks the class path's jars by path), ``<build>`` the ``java``
+that Spark's launcher runs and the jars' sizes and times (a reinstall makes a new one).
+Building an archive removes the install's earlier ones.
 
 Example::
 
@@ -38,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.spark_session import delta_version
+from assetlake_dagster.spark_session import delta_version, pyspark_home
 
 ARCHIVE_ENV = "ASSETLAKE_JVM_ARCHIVE"
 JAVA_OPTIONS_CONF = "spark.driver.extraJavaOptions"
@@ -51,12 +54,16 @@ class JvmArchiveError(AssetlakeError):
     """The archive could not be built (the message ends with the server's log tail)."""
 
 
-def archive_path() -> Optional[str]:
-    """The archive file of this machine's Spark (existing or not); ``None`` when turned off.
+def archive_path(spark_home: Optional[str] = None) -> Optional[str]:
+    """The archive file of a Spark install (existing or not); ``None`` when turned off.
+
+    Args:
+        spark_home: the install's folder (the one holding ``jars/``); PySpark's by default,
+            the one assetlake's JVMs run.
 
     Example:
         >>> archive_path()  # doctest: +SKIP
-        '/home/ann/.cache/assetlake/jvm/spark-4.0.1-delta-4.0.1-java-3f2a9c81d0e4.jsa'
+        '/home/ann/.cache/assetlake/jvm/spark-4.0.1-delta-4.0.1-home-5d41402a-build-3f2a9c81d0e4.jsa'
     """
     chosen = os.environ.get(ARCHIVE_ENV, "").strip()
     if chosen.lower() == "off":
@@ -65,8 +72,14 @@ def archive_path() -> Optional[str]:
         return os.path.abspath(os.path.expanduser(chosen))
     from pyspark import __version__ as pyspark_version
 
-    name = f"spark-{pyspark_version}-delta-{delta_version()}-java-{_java_id()}.jsa"
+    home = os.path.realpath(spark_home or pyspark_home())
+    name = f"{_install_prefix(pyspark_version, home)}{_build_id(home)}.jsa"
     return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jvm", name)
+
+
+def _install_prefix(pyspark_version: str, home: str) -> str:
+    home_id = hashlib.sha256(home.encode()).hexdigest()[:8]
+    return f"spark-{pyspark_version}-delta-{delta_version()}-home-{home_id}-build-"
 
 
 def with_archive(conf: Mapping[str, str]) -> dict[str, str]:
@@ -105,7 +118,23 @@ def build(path: Optional[str] = None, *, force: bool = False) -> Optional[str]:
             os.remove(partial)
         raise
     os.replace(partial, path)
+    _remove_earlier_builds(path)
     return path
+
+
+def _remove_earlier_builds(path: str) -> None:
+    """Remove archives that ``path`` replaces: its install's earlier builds, and archives named
+    the way releases before the install's folder was part of the name did (``-java-<id>.jsa``).
+
+    A JVM that maps one of them keeps its mapping (the file goes when the last one exits).
+    """
+    folder, name = os.path.split(path)
+    prefix = name[: name.rindex("-build-") + len("-build-")]
+    for other in os.listdir(folder):
+        earlier = other.startswith(prefix) or ("-java-" in other and "-home-" not in other)
+        if other != name and other.endswith(".jsa") and earlier:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, other))
 
 
 def _write(partial: str) -> None:
@@ -146,16 +175,28 @@ def _workload(spark, lake: str) -> None:
     spark.createDataFrame([(1, "x")], "id INT, v STRING").write.format("delta").save(f"{lake}/df")
 
 
-def _java_id() -> str:
-    """Identifies the ``java`` Spark's launcher runs (``$JAVA_HOME/bin/java``, else the one on
-    ``PATH``): its real path, size and modification time, hashed."""
+def _build_id(home: str) -> str:
+    """Identifies what the JVM checks an archive against, hashed: the ``java`` Spark's launcher
+    runs (``$JAVA_HOME/bin/java``, else the one on ``PATH``: its real path, size and time) and
+    the install's jars (names, sizes and times)."""
+    parts = [f"java:{_file_stamp(_java())}"]
+    jars = os.path.join(home, "jars")
+    with contextlib.suppress(OSError):
+        parts += [f"{name}:{_file_stamp(os.path.join(jars, name))}" for name in sorted(os.listdir(jars))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def _java() -> Optional[str]:
     java_home = os.environ.get("JAVA_HOME")
-    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
-    if not java or not os.path.exists(java):
+    return os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+
+
+def _file_stamp(path: Optional[str]) -> str:
+    if not path or not os.path.exists(path):
         return "none"
-    real = os.path.realpath(java)
+    real = os.path.realpath(path)
     st = os.stat(real)
-    return hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -52,6 +52,13 @@ def delta_version() -> str:
     return metadata.version("delta-spark")
 
 
+def pyspark_home() -> str:
+    """The Spark install PySpark ships (its ``bin/``, ``jars/``): the one assetlake's JVMs run."""
+    import pyspark  # here, as this module imports pyspark lazily throughout
+
+    return os.path.dirname(os.path.abspath(pyspark.__file__))
+
+
 def delta_jars_dir() -> str:
     """Where ``scripts/setup.sh`` puts the Delta jars (``ASSETLAKE_JARS_DIR`` overrides)."""
     default = os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jars", delta_version())

@@ -1,5 +1,8 @@
 """The class-data archive's options: where they go in a JVM's options, and when they do not."""
 
+import os
+import re
+
 import pyspark
 import pytest
 
@@ -39,16 +42,71 @@ def test_a_jvm_that_writes_an_archive_maps_none(archive):
     assert with_archive(conf) == conf
 
 
-def test_the_default_path_names_the_spark_delta_and_java_it_serves(monkeypatch):
+def test_the_default_path_names_the_spark_and_delta_it_serves(monkeypatch):
     monkeypatch.delenv(jvm_archive.ARCHIVE_ENV, raising=False)
     path = archive_path()
     name = path.rsplit("/", 1)[1]
     assert path.endswith(".jsa") and "/.cache/assetlake/jvm/" in path
-    prefix = f"spark-{pyspark.__version__}-delta-{delta_version()}-java-"
-    assert name.startswith(prefix) and name != f"{prefix}none.jsa"  # the java of this machine
+    assert re.fullmatch(rf"spark-{re.escape(pyspark.__version__)}-delta-{re.escape(delta_version())}-home-[0-9a-f]{{8}}-build-[0-9a-f]{{12}}\.jsa", name)
+
+
+def test_another_java_names_another_archive(tmp_path, monkeypatch):
+    monkeypatch.delenv(jvm_archive.ARCHIVE_ENV, raising=False)
+    before = archive_path()
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    (java_home / "bin" / "java").write_bytes(b"another java")
+    monkeypatch.setenv("JAVA_HOME", str(java_home))
+    assert archive_path() != before
 
 
 def test_the_connect_server_maps_the_archive(archive):
     command = server_command(15002)
     options = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf" and command[i + 1].startswith(JAVA_OPTIONS_CONF)]
     assert options == [f"{JAVA_OPTIONS_CONF}=-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"]
+
+
+def _spark_install(root, *jars):
+    (root / "jars").mkdir(parents=True)
+    for name in jars:
+        (root / "jars" / name).write_bytes(b"jar")
+    return str(root)
+
+
+def test_two_installs_of_the_same_versions_get_two_archives(tmp_path, monkeypatch):
+    # CI failed on this: an archive built for one virtualenv's pyspark (another checkout's)
+    # was kept for this one's, whose jars sit at other paths, so its JVMs refused it.
+    monkeypatch.delenv(jvm_archive.ARCHIVE_ENV, raising=False)
+    one = _spark_install(tmp_path / "one", "spark-core.jar", "delta.jar")
+    other = _spark_install(tmp_path / "other", "spark-core.jar", "delta.jar")
+    assert archive_path(one) != archive_path(other)
+    assert archive_path(one) == archive_path(one)
+    assert archive_path(one).rsplit("/", 1)[0] == archive_path(other).rsplit("/", 1)[0]
+
+
+def test_a_reinstalled_jar_names_a_new_archive(tmp_path, monkeypatch):
+    # The JVM refuses an archive whose jars changed since (size or modification time).
+    monkeypatch.delenv(jvm_archive.ARCHIVE_ENV, raising=False)
+    home = _spark_install(tmp_path / "spark", "spark-core.jar")
+    before = archive_path(home)
+    (tmp_path / "spark" / "jars" / "spark-core.jar").write_bytes(b"another jar")
+    assert archive_path(home) != before
+
+
+def test_a_build_removes_its_installs_earlier_archives_and_keeps_other_installs(tmp_path, monkeypatch):
+    monkeypatch.delenv(jvm_archive.ARCHIVE_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home = _spark_install(tmp_path / "spark", "spark-core.jar")
+    other_install = archive_path(_spark_install(tmp_path / "other", "spark-core.jar"))
+    earlier = archive_path(home)
+    (tmp_path / "spark" / "jars" / "spark-core.jar").write_bytes(b"upgraded")
+    current = archive_path(home)
+    folder = tmp_path / "home" / ".cache" / "assetlake" / "jvm"
+    folder.mkdir(parents=True)
+    legacy = folder / "spark-4.0.1-delta-4.0.1-java-2ca7b25a5dde.jsa"  # named before the install was
+    for path in (other_install, earlier, legacy):
+        open(path, "wb").close()
+    monkeypatch.setattr(jvm_archive, "_write", lambda partial: open(partial, "wb").close())  # no JVM here
+
+    assert jvm_archive.build(current) == current
+    assert sorted(p.name for p in folder.iterdir()) == sorted(os.path.basename(p) for p in (other_install, current))
