@@ -177,8 +177,10 @@ def _quoted_name(uri: TableUri) -> str:
 
 
 def _location(spark: SparkSession, uri: TableUri) -> str:
-    row = spark.sql(f"DESCRIBE TABLE EXTENDED {_quoted_name(uri)}").where("col_name = 'Location'").first()
-    return row["data_type"] if row else ""
+    # Filtered here, not with .where(): DESCRIBE's rows are already on the driver, and a
+    # filter on them would run two Spark jobs per registration check.
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {_quoted_name(uri)}").collect()
+    return next((row["data_type"] for row in rows if row["col_name"] == "Location"), "")
 
 
 def _same_location(location: str, path: str) -> bool:

@@ -51,3 +51,21 @@ def test_the_registration_cache_goes_with_its_session(spark, tmp_path):
         del session
     gc.collect()
     assert len(lake_module._registered) <= before + 1  # at most the last, if still referenced
+
+
+def _jobs_started(spark):
+    """How many Spark jobs this (classic) session's context has started so far."""
+    return spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+
+
+def test_a_new_session_finds_a_registered_table_without_a_spark_job(spark, tmp_path):
+    # Every SQL asset's run checks its tables' registration in a session of its own; reading
+    # the location with DESCRIBE ... .where(...).first() ran two jobs per table and run.
+    lake = Lake(str(tmp_path / "lake"))
+    _write(spark, lake, 1)
+    register_table(spark, lake, URI)
+    session = spark.newSession()
+    before = _jobs_started(session)
+    register_table(session, lake, URI)
+    assert _jobs_started(session) == before
+    assert session.table(URI.sql_name).first().x == 1
