@@ -74,7 +74,11 @@ def archive_path(spark_home: Optional[str] = None) -> Optional[str]:
 
     home = os.path.realpath(spark_home or pyspark_home())
     name = f"{_install_prefix(pyspark_version, home)}{_build_id(home)}.jsa"
-    return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jvm", name)
+    return os.path.join(_default_folder(), name)
+
+
+def _default_folder() -> str:
+    return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jvm")
 
 
 def _install_prefix(pyspark_version: str, home: str) -> str:
@@ -127,8 +131,11 @@ def _remove_earlier_builds(path: str) -> None:
     the way releases before the install's folder was part of the name did (``-java-<id>.jsa``).
 
     A JVM that maps one of them keeps its mapping (the file goes when the last one exits).
+    Only in the default folder: a file named with ``ASSETLAKE_JVM_ARCHIVE`` replaces nothing.
     """
     folder, name = os.path.split(path)
+    if folder != _default_folder() or "-build-" not in name:
+        return
     prefix = name[: name.rindex("-build-") + len("-build-")]
     for other in os.listdir(folder):
         earlier = other.startswith(prefix) or ("-java-" in other and "-home-" not in other)

@@ -110,3 +110,15 @@ def test_a_build_removes_its_installs_earlier_archives_and_keeps_other_installs(
 
     assert jvm_archive.build(current) == current
     assert sorted(p.name for p in folder.iterdir()) == sorted(os.path.basename(p) for p in (other_install, current))
+
+
+def test_a_build_of_a_named_archive_removes_nothing(tmp_path, monkeypatch):
+    named = tmp_path / "spark.jsa"
+    monkeypatch.setenv(jvm_archive.ARCHIVE_ENV, str(named))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    beside = tmp_path / "spark-4.0.1-delta-4.0.1-java-2ca7b25a5dde.jsa"
+    beside.write_bytes(b"someone else's")
+    monkeypatch.setattr(jvm_archive, "_write", lambda partial: open(partial, "wb").close())  # no JVM here
+
+    assert jvm_archive.build() == str(named)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([beside.name, named.name])
