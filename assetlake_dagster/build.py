@@ -19,6 +19,21 @@ from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import build_watch_sensor
 
 
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    was_running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_running:
+            gc.enable()
+
+
+# Building allocates some hundred objects per file, all of them kept: the cyclic collector's
+# passes over them find nothing to free (a 1000-file load ran ~10% faster without them).
+# Paused for the build only, and only if it was running.
+@_cyclic_gc_paused()
 def build_definitions(
     project_dir: Union[str, os.PathLike],
     *,
@@ -62,50 +77,35 @@ def build_definitions(
         >>> defs = build_definitions("pipelines/", lake_root="/data/lake")  # doctest: +SKIP
         >>> dg.materialize(defs.resolve_all_asset_specs())  # doctest: +SKIP
     """
-    # Building allocates some hundred objects per file, all of them kept: the cyclic
-    # collector's passes over them find nothing to free (a 1000-file load ran ~10% faster
-    # without them). Paused for the build only, and only if it was running.
-    with _cyclic_gc_paused():
-        translator = translator or AssetlakeTranslator()
-        # The one load: every file's problems, the cross-file ones included, come from here.
-        project = load_project(project_dir, python_assets=python_assets, load_python_files=load_python_files)
-        extra: list[AssetLike] = list(project.python_assets)
-        # Every table of these definitions under its translated key: deps follow a translator
-        # that renames keys (e.g. adds a prefix), so the graph has no phantom upstreams.
-        keys_by_table = {spec.uri: translator.get_asset_key(spec) for spec in project.assets}
-        keys_by_table.update({uri: translator.get_external_asset_key(uri) for uri in project.external})
-        keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
-        resource = spark or SparkDeltaResource(lake_root=lake_root)
-        lake = resource.lake  # a new Lake (and a realpath of its root) per access
-        sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake) for spec in project.assets]
+    translator = translator or AssetlakeTranslator()
+    # The one load: every file's problems, the cross-file ones included, come from here.
+    project = load_project(project_dir, python_assets=python_assets, load_python_files=load_python_files)
+    extra: list[AssetLike] = list(project.python_assets)
+    # Every table of these definitions under its translated key: deps follow a translator
+    # that renames keys (e.g. adds a prefix), so the graph has no phantom upstreams.
+    keys_by_table = {spec.uri: translator.get_asset_key(spec) for spec in project.assets}
+    keys_by_table.update({uri: translator.get_external_asset_key(uri) for uri in project.external})
+    keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
+    resource = spark or SparkDeltaResource(lake_root=lake_root)
+    lake = resource.lake  # a new Lake (and a realpath of its root) per access
+    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake) for spec in project.assets]
 
-        readers: dict = {}
-        for spec in project.assets:
-            for up in spec.upstreams:
-                readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-        external = [external_table_asset(translator, uri, readers.get(uri), lake) for uri in project.external]
-        schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
-        # External tables: observed from their Delta logs, their readers run on new commits.
-        watch = build_watch_sensor(project, keys_by_table, lake)
-        if watch is not None and all(s.name != watch.name for s in sensors):
-            sensors.append(watch)  # a sensor of yours under its name replaces it
-        generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
-        return dg.Definitions(
-            assets=[*sql_assets, *external, *extra],
-            schedules=[*schedules, *generated.schedules],
-            sensors=[*sensors, *generated.sensors],
-            jobs=[*jobs, *generated.jobs],
-            resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
-            executor=dg.in_process_executor,
-        )
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    was_running = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_running:
-            gc.enable()
+    readers: dict = {}
+    for spec in project.assets:
+        for up in spec.upstreams:
+            readers.setdefault(up.uri, []).append(spec.uri.sql_name)
+    external = [external_table_asset(translator, uri, readers.get(uri), lake) for uri in project.external]
+    schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
+    # External tables: observed from their Delta logs, their readers run on new commits.
+    watch = build_watch_sensor(project, keys_by_table, lake)
+    if watch is not None and all(s.name != watch.name for s in sensors):
+        sensors.append(watch)  # a sensor of yours under its name replaces it
+    generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
+    return dg.Definitions(
+        assets=[*sql_assets, *external, *extra],
+        schedules=[*schedules, *generated.schedules],
+        sensors=[*sensors, *generated.sensors],
+        jobs=[*jobs, *generated.jobs],
+        resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
+        executor=dg.in_process_executor,
+    )
