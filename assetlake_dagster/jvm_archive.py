@@ -187,9 +187,10 @@ def _build_id(home: str) -> str:
     runs (``$JAVA_HOME/bin/java``, else the one on ``PATH``: its real path, size and time) and
     the install's jars (names, sizes and times)."""
     parts = [f"java:{_file_stamp(_java())}"]
-    jars = os.path.join(home, "jars")
-    with contextlib.suppress(OSError):
-        parts += [f"{name}:{_file_stamp(os.path.join(jars, name))}" for name in sorted(os.listdir(jars))]
+    with contextlib.suppress(OSError), os.scandir(os.path.join(home, "jars")) as jars:
+        # One listing: the install's folder is already a real path, and its jars are files.
+        stats = sorted((jar.name, jar.stat()) for jar in jars)
+        parts += [f"{name}:{st.st_size}:{st.st_mtime_ns}" for name, st in stats]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
 
