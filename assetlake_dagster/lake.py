@@ -115,7 +115,10 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
                 return
             _drop_external(spark, uri, path)
         try:
-            spark.catalog.createTable(uri.sql_name, path=path, source="delta")
+            # In SQL, not spark.catalog.createTable: over Spark Connect that call also
+            # fetches the new table's rows to the client (a 20M-row first write failed
+            # after its commit with TaskResultLost). CREATE TABLE reads only the log.
+            spark.sql(f"CREATE TABLE {_quoted_name(uri)} USING DELTA LOCATION {sql_string(path)}")
         except Exception as exc:
             # Another run on the shared engine registered it first: fine if it points here.
             if "ALREADY_EXISTS" not in str(exc) or not _same_location(_location(spark, uri), path):
@@ -210,7 +213,7 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
     """
     location = lake.root.rstrip("/") + "/" + schema
     # The lake root is operator configuration, not user data; escape it as a literal anyway.
-    literal = "'" + location.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    literal = sql_string(location)
     if spark.catalog.databaseExists(schema):
         current = spark.catalog.getDatabase(schema).locationUri or ""
         if current.rstrip("/").removeprefix("file:") != location.rstrip("/"):
@@ -218,6 +221,16 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
             spark.sql(f"ALTER DATABASE {quote_identifier(schema)} SET LOCATION {literal}")
         return
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(schema)} LOCATION {literal}")
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (backslashes and quotes escaped).
+
+    Example:
+        >>> print(sql_string("s3a://b/it's"))
+        's3a://b/it\\'s'
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def forget_registrations(spark: Optional[SparkSession] = None) -> None:

@@ -522,3 +522,29 @@ def test_data_tests_over_spark_connect_audit_before_the_commit(remote, lake_root
 
     rows = spark.read.format("delta").load(os.path.join(lake_root, "mart", "orders")).collect()
     assert sorted(tuple(r) for r in rows) == GOOD_ORDERS
+
+
+def test_registering_a_table_over_spark_connect_reads_none_of_its_rows(remote, lake_root):
+    # spark.catalog.createTable over Spark Connect also fetched the table's rows to the
+    # client: a first write of 8M+ rows failed after its commit (TaskResultLost). With its
+    # data files gone, any read of the rows fails, while registering reads only the log.
+    from assetlake_dagster.lake import Lake, forget_registrations, register_table
+    from assetlake_dagster.spec import TableUri
+
+    _, spark = remote
+    lake, uri = Lake(lake_root), TableUri("reg", "no_rows_read")
+    path = lake.table_path(uri)
+    spark.range(1000).write.format("delta").save(path)
+    data_files = [name for name in os.listdir(path) if name.endswith(".parquet")]
+    assert data_files
+    for name in data_files:
+        os.remove(os.path.join(path, name))
+    spark.sql(f"DROP TABLE IF EXISTS {uri.sql_name}")
+    forget_registrations(spark)
+
+    register_table(spark, lake, uri)
+
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {uri.sql_name}").collect()
+    location = next(r["data_type"] for r in rows if r["col_name"] == "Location")
+    assert location.removeprefix("file:").rstrip("/") == path
+    assert [f.name for f in spark.table(uri.sql_name).schema.fields] == ["id"]
