@@ -28,7 +28,7 @@ from typing import IO, Optional
 
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.jvm_archive import with_archive
-from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, delta_jar_conf, pyspark_home
+from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, pyspark_home, with_delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -180,14 +180,13 @@ def server_command(
     if warehouse_dir:
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     conf.update(spark_conf or {})
-    conf = with_archive(conf)  # the server's JVM maps the class-data archive
-    jars = delta_jar_conf()
+    conf = with_archive(with_delta_jars(conf))  # the server's JVM maps the class-data archive
     command = [os.path.join(pyspark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
     command += ["--name", "assetlake Spark Connect", "--master", master]
-    if "spark.jars" in jars:
-        command += ["--jars", jars["spark.jars"]]
-    else:
-        command += ["--packages", jars["spark.jars.packages"]]
+    if conf.get("spark.jars"):
+        command += ["--jars", conf.pop("spark.jars")]
+    if conf.get("spark.jars.packages"):
+        command += ["--packages", conf.pop("spark.jars.packages")]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     return command

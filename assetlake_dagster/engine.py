@@ -29,6 +29,7 @@ that user's files: it is a personal engine, not a multi-user service.
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -100,14 +101,27 @@ class EngineState:
 
 
 def default_engine_dir(lake_root: str) -> str:
-    """``$ASSETLAKE_ENGINE_DIR``, else ``<lake_root>/.assetlake/engine``.
+    """``$ASSETLAKE_ENGINE_DIR``, else ``<lake_root>/.assetlake/engine`` for a local lake and
+    ``~/.cache/assetlake/engines/<hash of the root>`` for an object-store URL.
+
+    The state folder needs local file locks and a private state file, which a bucket has
+    not; one folder per lake root on this machine keeps one engine (one Spark driver, the
+    single writer Delta's S3 log store needs) per lake.
 
     Example:
         >>> os.environ.pop(ENGINE_DIR_ENV, None) and None
         >>> default_engine_dir("/data/lake")
         '/data/lake/.assetlake/engine'
+        >>> default_engine_dir("s3a://bucket/lake").startswith(os.path.expanduser("~/.cache/assetlake/engines/"))
+        True
     """
-    return os.environ.get(ENGINE_DIR_ENV) or os.path.join(lake_root, ".assetlake", "engine")
+    chosen = os.environ.get(ENGINE_DIR_ENV)
+    if chosen:
+        return chosen
+    if "://" in lake_root:
+        digest = hashlib.sha256(lake_root.rstrip("/").encode("utf-8")).hexdigest()[:16]
+        return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "engines", digest)
+    return os.path.join(lake_root, ".assetlake", "engine")
 
 
 def default_idle_timeout() -> float:

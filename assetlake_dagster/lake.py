@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.spark_session import is_connect_session
+from assetlake_dagster.storage import S3Settings, is_s3, validate_store_url
 from assetlake_dagster.spec import HISTORY_COLUMNS, RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
@@ -44,16 +45,30 @@ class Lake:
     """
 
     root: str
+    #: How to reach an ``s3a://`` root; ``None``: from the standard AWS variables.
+    s3_settings: Optional[S3Settings] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.root:
             raise ConfigError("the lake root is empty. Set ASSETLAKE_LAKE_ROOT or lake_root.")
         if not self.is_url:
             object.__setattr__(self, "root", os.path.realpath(os.path.expanduser(self.root)))
+        else:
+            validate_store_url(self.root)
 
     @property
     def is_url(self) -> bool:
         return self.root.startswith(_URL_SCHEMES)
+
+    @property
+    def is_s3(self) -> bool:
+        """Whether the lake is on S3 (``s3a://``, ``s3://``)."""
+        return is_s3(self.root)
+
+    @property
+    def s3(self) -> S3Settings:
+        """The S3 settings this lake is reached with."""
+        return self.s3_settings if self.s3_settings is not None else S3Settings.from_env()
 
     def table_path(self, uri: TableUri) -> str:
         """The storage location of a table, guaranteed to be inside the lake root."""

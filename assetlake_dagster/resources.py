@@ -29,6 +29,7 @@ from assetlake_dagster.engine import (
 )
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, default_lake_root
+from assetlake_dagster.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark_session import (
     DELETION_VECTORS_CONF,
     apply_session_conf,
@@ -37,6 +38,7 @@ from assetlake_dagster.spark_session import (
     fail_fast,
     is_connect_session,
     new_connect_session,
+    s3_jar_conf,
 )
 
 if TYPE_CHECKING:  # PySpark loads with the first session, not with the definitions
@@ -106,6 +108,20 @@ class SparkDeltaResource(dg.ConfigurableResource):
         description="Extra Spark settings; they win over the defaults. With the engine, static settings "
         "apply when it starts (`assetlake engine stop` to restart it) and SQL settings to each session.",
     )
+    s3_endpoint: Optional[str] = Field(
+        default=None,
+        description="S3 endpoint URL of an s3a:// lake (an S3-compatible server, e.g. http://127.0.0.1:9000). "
+        "Default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else AWS. Credentials always come from the "
+        "standard AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, instance roles...), never from here.",
+    )
+    s3_region: Optional[str] = Field(
+        default=None, description="Region of an s3a:// lake's bucket. Default: $AWS_REGION, else $AWS_DEFAULT_REGION."
+    )
+    s3_path_style: Optional[bool] = Field(
+        default=None,
+        description="Path-style S3 addressing. Default: $ASSETLAKE_S3_PATH_STYLE, else on for an endpoint on an "
+        "IP address or localhost and off otherwise.",
+    )
     deletion_vectors: bool = Field(
         default=False,
         description="Create new tables with Delta deletion vectors, so that a merge or history run writes "
@@ -128,7 +144,24 @@ class SparkDeltaResource(dg.ConfigurableResource):
 
     @property
     def lake(self) -> Lake:
-        return Lake(self.lake_root or default_lake_root())
+        return Lake(self.lake_root or default_lake_root(), s3_settings=self.s3_settings())
+
+    def s3_settings(self) -> S3Settings:
+        """The S3 settings: these fields, else the standard AWS variables."""
+        return S3Settings.from_env(endpoint=self.s3_endpoint, region=self.s3_region, path_style=self.s3_path_style)
+
+    def server_spark_conf(self) -> dict[str, str]:
+        """Everything a Spark driver of this lake starts with: the object store's connector
+        and settings (for an ``s3a://`` lake), then :meth:`effective_spark_conf`, which wins.
+
+        Example:
+            >>> SparkDeltaResource(lake_root="/tmp/lake", spark_conf={"spark.sql.shuffle.partitions": "4"}).server_spark_conf()
+            {'spark.sql.shuffle.partitions': '4'}
+        """
+        lake, conf = self.lake, self.effective_spark_conf()
+        if not lake.is_s3:
+            return conf
+        return {**s3_jar_conf(conf), **lake.s3.spark_conf(), **conf}
 
     def resolved_remote(self) -> Optional[str]:
         """The Spark Connect URL in use, if any (``remote``, else ``$ASSETLAKE_SPARK_REMOTE``)."""
@@ -200,23 +233,19 @@ class SparkDeltaResource(dg.ConfigurableResource):
     def engine(self) -> WarmEngine:
         """The warm engine of this resource's lake (not started until used)."""
         lake = self.lake
-        if lake.is_url:
-            raise ConfigError(
-                f"the lake root {lake.root} is not a local folder, so there is no local warm engine for it. "
-                f"Set {REMOTE_ENV} (a Spark Connect server) or {MASTER_ENV} with {MODE_ENV}=local."
-            )
         return WarmEngine(
             default_engine_dir(lake.root),
             master=self.resolved_master(),
             idle_timeout=self.engine_idle_timeout,
-            spark_conf=self.effective_spark_conf(),
+            spark_conf=self.server_spark_conf(),
             warehouse_dir=lake.warehouse_dir,
         )
 
     def engine_state(self) -> EngineState:
         """The running warm engine of this lake, started (or replaced) if needed."""
         engine = self.engine()
-        os.makedirs(self.lake.root, exist_ok=True)
+        if not self.lake.is_url:
+            os.makedirs(self.lake.root, exist_ok=True)
         with _engine_lock:
             known = _engines.get(engine.state_dir)
             # Cheap path for a process that already checked this engine: same state file,
@@ -230,12 +259,15 @@ class SparkDeltaResource(dg.ConfigurableResource):
 
     def _local_session(self) -> "SparkSession":
         lake = self.lake
+        conf = self.server_spark_conf()
         if not lake.is_url:
             os.makedirs(lake.root, exist_ok=True)
+        elif lake.is_s3 and not has_multi_driver_log_store(conf):
+            raise ConfigError(single_driver_rule(lake.root, f"{MODE_ENV}=local"))
         return build_spark_session(
             master=self.resolved_master(),
             app_name=self.app_name,
-            spark_conf=self.effective_spark_conf(),
+            spark_conf=conf,
             warehouse_dir=lake.warehouse_dir,
         )
 

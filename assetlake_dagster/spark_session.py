@@ -79,6 +79,58 @@ def delta_jar_conf() -> dict[str, str]:
     return {"spark.jars.packages": f"io.delta:delta-spark_2.13:{version}"}
 
 
+def with_delta_jars(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` with the Delta jars added to its ``spark.jars`` (or ``spark.jars.packages``).
+
+    Other jars in ``conf`` (the object-store connectors, a user's own) are kept beside
+    Delta's rather than replacing them.
+
+    Example:
+        >>> with_delta_jars({"spark.jars": "/x/hadoop-aws.jar"})["spark.jars"].startswith("/x/hadoop-aws.jar,")
+        True
+    """
+    merged = dict(conf)
+    for key, value in delta_jar_conf().items():
+        merged[key] = ",".join(v for v in (merged.get(key), value) if v)
+    return merged
+
+
+def hadoop_version() -> str:
+    """The Hadoop version PySpark ships (its ``hadoop-client-api-<version>.jar``)."""
+    for jar in glob.glob(os.path.join(pyspark_home(), "jars", "hadoop-client-api-*.jar")):
+        return os.path.basename(jar)[len("hadoop-client-api-") : -len(".jar")]
+    raise ConfigError(f"no hadoop-client-api jar in {pyspark_home()}/jars: PySpark's install is incomplete. Reinstall pyspark.")
+
+
+def s3_jars_dir() -> str:
+    """Where ``scripts/setup.sh --with s3`` puts ``hadoop-aws`` and the AWS SDK bundle
+    matching PySpark's Hadoop (``ASSETLAKE_S3_JARS_DIR`` overrides)."""
+    default = os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jars", f"hadoop-aws-{hadoop_version()}")
+    return os.environ.get("ASSETLAKE_S3_JARS_DIR", default)
+
+
+def s3_jar_conf(spark_conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """Spark conf that puts S3A (``hadoop-aws`` and the AWS SDK) on the classpath.
+
+    Raises:
+        ConfigError: the jars are not on disk and ``spark_conf`` does not bring them
+            either; the message says how to get them.
+    """
+    conf = spark_conf or {}
+    if "hadoop-aws" in conf.get("spark.jars.packages", "") + conf.get("spark.jars", ""):
+        return {}  # the user brings their own
+    folder = s3_jars_dir()
+    jars = sorted(glob.glob(os.path.join(folder, "*.jar")))
+    names = " ".join(os.path.basename(j) for j in jars)
+    if "hadoop-aws-" not in names or "bundle-" not in names:
+        raise ConfigError(
+            f"an s3a:// lake needs Hadoop's S3A connector (hadoop-aws {hadoop_version()} and the AWS SDK "
+            f"bundle), and {folder} does not hold them. Run `bash scripts/setup.sh --with s3` (fetches them "
+            f"from Maven Central), or set spark_conf spark.jars.packages=org.apache.hadoop:hadoop-aws:{hadoop_version()}."
+        )
+    return {"spark.jars": ",".join(jars)}
+
+
 def build_spark_session(
     *,
     master: str = "local[*]",
@@ -111,11 +163,11 @@ def build_spark_session(
     conf: dict[str, str] = dict(DELTA_EXTENSIONS)
     builder = SparkSession.builder.appName(app_name)
     conf.update(EMBEDDED_DEFAULTS)
-    conf.update(delta_jar_conf())
     if warehouse_dir:
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     builder = builder.master(master)
     conf.update(spark_conf or {})
+    conf = with_delta_jars(conf)
     from assetlake_dagster.jvm_archive import with_archive
 
     conf = with_archive(conf)  # this process starts the JVM: it maps the class-data archive

@@ -2,8 +2,20 @@
 # Set up everything on a fresh machine: a virtualenv in .venv with the package and its
 # test extras, and the Delta jars fetched from Maven Central into ~/.cache/assetlake/jars.
 # Idempotent: a second run only checks.
+#
+# `--with s3` also fetches Hadoop's S3A connector for s3a:// lakes: hadoop-aws matching
+# PySpark's Hadoop and the AWS SDK bundle it was built against (~560 MB), into
+# ~/.cache/assetlake/jars/hadoop-aws-<version>. ASSETLAKE_SETUP_WITH=s3 does the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with="${ASSETLAKE_SETUP_WITH:-}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --with) with="$with,${2:?--with needs a value: s3}"; shift 2 ;;
+    --with=*) with="$with,${1#--with=}"; shift ;;
+    *) echo "setup: unknown argument $1 (usage: scripts/setup.sh [--with s3])" >&2; exit 2 ;;
+  esac
+done
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -36,6 +48,27 @@ for artifact in "io.delta:delta-spark_2.13:${delta_version}" "io.delta:delta-sto
     fi
   fi
 done
+
+# S3A: hadoop-aws must be the exact Hadoop version PySpark ships, and the AWS SDK bundle the
+# version that Hadoop release was built with (its hadoop-project POM names it).
+case ",$with," in
+  *,s3,*)
+    hadoop_version=$(.venv/bin/python -c 'from assetlake_dagster.spark_session import hadoop_version; print(hadoop_version())')
+    s3_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark_session import s3_jars_dir; print(s3_jars_dir())')
+    if ! ls "$s3_dir"/hadoop-aws-*.jar "$s3_dir"/bundle-*.jar >/dev/null 2>&1; then
+      mkdir -p "$s3_dir"
+      mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-aws:${hadoop_version}:jar" -DoutputDirectory="$s3_dir"
+      pom_dir=$(mktemp -d)
+      mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-project:${hadoop_version}:pom" -DoutputDirectory="$pom_dir"
+      project_pom="$pom_dir/hadoop-project-${hadoop_version}.pom"
+      sdk_version=$(sed -n 's:.*<aws-java-sdk-v2.version>\(.*\)</aws-java-sdk-v2.version>.*:\1:p' "$project_pom" | head -n 1)
+      [ -n "$sdk_version" ] || { echo "setup: no AWS SDK version in $project_pom" >&2; exit 1; }
+      rm -rf "$pom_dir"
+      mvn -q -B dependency:copy -Dartifact="software.amazon.awssdk:bundle:${sdk_version}:jar" -DoutputDirectory="$s3_dir"
+    fi
+    echo "setup: S3A jars in $s3_dir"
+    ;;
+esac
 
 # Spark Connect (SparkDeltaResource(remote=...), python -m assetlake_dagster.connect_server):
 # pyspark ships the server (jars/spark-connect_2.13-*.jar) and it needs only the Delta jars
