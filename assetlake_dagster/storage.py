@@ -90,7 +90,9 @@ def validate_store_url(root: str) -> None:
             f"the lake root {root!r} names {bucket!r}, which is not an S3 bucket name (3-63 characters: "
             f"lower-case letters, digits, dots, hyphens). Write it as {example}."
         )
-    segments = parts.path.strip("/").split("/") if parts.path.strip("/") else []
+    path = parts.path[1:] if parts.path.startswith("/") else parts.path
+    path = path[:-1] if path.endswith("/") else path  # one trailing slash is harmless
+    segments = path.split("/") if path else []
     if any(s in ("", ".", "..") for s in segments) or parts.query or parts.fragment:
         raise ConfigError(
             f"the lake root {root!r} has a '..' or empty path segment. Write the prefix plainly, e.g. {example}."
