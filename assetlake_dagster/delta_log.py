@@ -1,7 +1,10 @@
-"""Reading a local Delta table's ``_delta_log`` without Spark: its versions, new commits and schema.
+"""Reading a Delta table's ``_delta_log`` without Spark: its versions, new commits and schema.
 
 The watch sensor (:mod:`assetlake_dagster.watch`) calls this every tick for every external
 table, so it lists the log folder once and parses only the commit files it is asked for.
+The table may be on local disk or on an object store (``s3a://bucket/lake/s/t``): every
+file is reached through :mod:`assetlake_dagster.lake_files` (``os`` locally, ``pyarrow.fs``
+on a store), and an object store's missing prefix is a missing table, as a missing folder is.
 
 The Delta protocol facts it relies on (``PROTOCOL.md`` of ``delta-io/delta``):
 
@@ -45,16 +48,15 @@ Example:
 """
 
 import datetime as dt
+import io
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from assetlake_dagster.errors import AssetlakeError
-
-LOG_FOLDER = "_delta_log"
+from assetlake_dagster.lake_files import LOG_FOLDER, LakeFiles, LocalFiles, lake_files
 LAST_CHECKPOINT_FILE = "_last_checkpoint"
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(\.\d{10}\.\d{10}|\.[0-9A-Za-z-]+)?\.(parquet|json)$")
@@ -198,11 +200,12 @@ class DeltaLog:
     :meth:`read_commits` asks for some (or :meth:`read_metadata` for the schema).
 
     Attributes:
-        table_path: the table's folder.
+        table_path: the table's folder (or its URL on an object store).
         latest_version: the table's current version.
         first_readable: the first version from which every commit file up to the latest
             is present (earlier ones were cleaned up, or are missing).
         checkpoint_version: the latest checkpoint's version, if there is one.
+        files: the storage the log is read from.
     """
 
     table_path: str
@@ -212,14 +215,25 @@ class DeltaLog:
     _commit_files: Mapping[int, str]
     #: The names of the files of version ``checkpoint_version`` that are checkpoints.
     _checkpoint_names: tuple[str, ...] = ()
+    #: Each commit file's modification time, when the listing carried it (a store's does).
+    _commit_mtimes: Mapping[int, int] = field(default_factory=dict, compare=False, repr=False)
+    files: LakeFiles = field(default_factory=LocalFiles, compare=False, repr=False)
 
     @classmethod
-    def open(cls, table_path: str) -> "DeltaLog":
+    def open(cls, table_path: str, files: Optional[LakeFiles] = None) -> "DeltaLog":
         """List ``<table_path>/_delta_log``.
 
+        Args:
+            table_path: the table's folder, or its URL (``s3a://bucket/lake/s/t``).
+            files: the storage to read it from; ``None``: the one ``table_path`` names (an
+                S3 URL then uses the standard AWS variables). A lake passes its own
+                (:attr:`Lake.files <assetlake_dagster.lake.Lake.files>`).
+
         Raises:
-            DeltaTableMissingError: no ``_delta_log`` folder, or no commit in it yet.
+            DeltaTableMissingError: no ``_delta_log`` folder (on a store: no object under
+                its prefix), or no commit in it yet.
             DeltaLogUnreadableError: the folder cannot be listed.
+            ConfigError: a URL whose store cannot be read without Spark.
 
         Example:
             >>> DeltaLog.open("/no/such/table")  # doctest: +ELLIPSIS
@@ -227,32 +241,47 @@ class DeltaLog:
             ...
             assetlake_dagster.delta_log.DeltaTableMissingError: no Delta table at /no/such/table: ...
         """
-        log_dir = os.path.join(table_path, LOG_FOLDER)
+        files = files if files is not None else lake_files(table_path)
+        log_dir = files.join(table_path, LOG_FOLDER)
         try:
-            names = os.listdir(log_dir)
+            entries = files.list_folder(log_dir)
         except FileNotFoundError:
+            # Object stores have no folders: a prefix without objects is a missing folder.
+            where = f"{log_dir} does not exist" if files.is_local else f"there is no object under {log_dir}/"
             raise DeltaTableMissingError(
-                f"no Delta table at {table_path}: {log_dir} does not exist. "
-                "Write the table first (or fix its name or the lake root).",
+                f"no Delta table at {table_path}: {where}. Write the table first (or fix its name or the lake root).",
                 table_path=table_path,
             ) from None
-        except OSError as exc:
+        except Exception as exc:
+            if not _is_io_error(exc):
+                raise
+            fix = (
+                "Give this process read access to the folder."
+                if files.is_local
+                else "Check the bucket's name, the endpoint (AWS_ENDPOINT_URL) and that the credentials may list it."
+            )
             raise DeltaLogUnreadableError(
-                f"cannot list the Delta log {log_dir}: {exc.strerror or exc}. "
-                "Give this process read access to the folder.",
+                f"cannot list the Delta log {log_dir}: {_reason(exc)}. {fix}",
                 table_path=table_path,
                 file=log_dir,
             ) from None
         commits: dict[int, str] = {}
+        mtimes: dict[int, int] = {}
         checkpoints: dict[int, list[str]] = {}
-        for name in names:
+        names: set[str] = set()
+        for entry in entries:
+            name = entry.name
+            names.add(name)
             if match := _COMMIT_RE.match(name):
-                commits[int(match.group(1))] = os.path.join(log_dir, name)
+                version = int(match.group(1))
+                commits[version] = files.join(log_dir, name)
+                if entry.mtime_ms is not None:
+                    mtimes[version] = entry.mtime_ms
             elif match := _CHECKPOINT_RE.match(name):
                 checkpoints.setdefault(int(match.group(1)), []).append(name)
         checkpoint = max(checkpoints) if checkpoints else None
         if checkpoint is None and LAST_CHECKPOINT_FILE in names:
-            checkpoint = _last_checkpoint_version(os.path.join(log_dir, LAST_CHECKPOINT_FILE))
+            checkpoint = _last_checkpoint_version(files, files.join(log_dir, LAST_CHECKPOINT_FILE))
         if not commits and checkpoint is None:
             raise DeltaTableMissingError(
                 f"no Delta table at {table_path}: {log_dir} holds no commit yet. "
@@ -264,7 +293,7 @@ class DeltaLog:
         while first_readable - 1 in commits:
             first_readable -= 1
         checkpoint_names = tuple(sorted(checkpoints.get(checkpoint, ()))) if checkpoint is not None else ()
-        return cls(table_path, latest, first_readable, checkpoint, commits, checkpoint_names)
+        return cls(table_path, latest, first_readable, checkpoint, commits, checkpoint_names, mtimes, files)
 
     def read_commits(self, after_version: int, up_to: Optional[int] = None) -> list["Commit"]:
         """The commits of versions ``after_version + 1`` to ``up_to`` (default: the latest).
@@ -336,16 +365,16 @@ class DeltaLog:
     def _checkpoint_files(self) -> list[str]:
         # One complete checkpoint of the version: a single file (classic or V2) or every part
         # of a multi-part one (a writer that died may have left some parts of another).
-        log_dir = os.path.join(self.table_path, LOG_FOLDER)
+        log_dir = self.files.join(self.table_path, LOG_FOLDER)
         parts: dict[int, dict[int, str]] = {}
         for name in self._checkpoint_names:
             if match := _MULTI_PART_RE.match(name):
                 parts.setdefault(int(match.group(2)), {})[int(match.group(1))] = name
             else:
-                return [os.path.join(log_dir, name)]
+                return [self.files.join(log_dir, name)]
         for total, names in parts.items():
             if set(names) == set(range(1, total + 1)):
-                return [os.path.join(log_dir, names[i]) for i in sorted(names)]
+                return [self.files.join(log_dir, names[i]) for i in sorted(names)]
         raise DeltaLogUnreadableError(
             f"the checkpoint {self.checkpoint_version} of {self.table_path} cannot be read: "
             + ("some of its parts are missing" if parts else "no file of it is in the log (_last_checkpoint names it)")
@@ -356,19 +385,18 @@ class DeltaLog:
     def _checkpoint_metadata_action(self, path: str) -> Optional[dict[str, Any]]:
         if path.endswith(".json"):  # a V2 checkpoint's top-level file: actions, one per line
             try:
-                with open(path, encoding="utf-8") as f:
-                    return _metadata_action(path, f.readlines(), self.table_path)
-            except (OSError, UnicodeDecodeError) as exc:
+                lines = self._read_lines(path)
+            except FileNotFoundError as exc:
                 raise _unreadable(path, exc, self.table_path) from None
+            return _metadata_action(path, lines, self.table_path)
         # Imported here: only a table whose metaData is older than its checkpoint needs it.
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         try:
-            file = pq.ParquetFile(path)
-            if METADATA_ACTION not in file.schema_arrow.names:
-                return None
-            rows = file.read(columns=[METADATA_ACTION]).column(METADATA_ACTION).drop_null().to_pylist()
+            with self.files.parquet_file(path) as file:
+                if METADATA_ACTION not in file.schema_arrow.names:
+                    return None
+                rows = file.read(columns=[METADATA_ACTION]).column(METADATA_ACTION).drop_null().to_pylist()
         except (OSError, pa.ArrowException) as exc:
             raise _unreadable(path, exc, self.table_path) from None
         return rows[-1] if rows else None
@@ -377,14 +405,28 @@ class DeltaLog:
         """The lines of a commit file and its modification time (epoch milliseconds)."""
         path = self._commit_files[version]
         try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.readlines()
-            return lines, int(os.stat(path).st_mtime * 1000)
+            lines = self._read_lines(path)
+            listed = self._commit_mtimes.get(version)
+            return lines, listed if listed is not None else self.files.mtime_ms(path)
         except FileNotFoundError:
             # Deleted between the listing and now: log cleanup ran meanwhile.
             self._raise_missing([version])
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise _unreadable(path, exc, self.table_path) from None
+
+    def _read_lines(self, path: str) -> list[str]:
+        """A log file's lines (``FileNotFoundError`` passes; other failures are unreadable)."""
+        try:
+            data = self.files.read_bytes(path)
+            # Decoded as open(path, encoding="utf-8") reads: universal newlines, and no
+            # split at U+2028 and the like, which a JSON string may hold as they are.
+            return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").readlines()
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, UnicodeDecodeError) or _is_io_error(exc):
+                raise _unreadable(path, exc, self.table_path) from None
+            raise
 
     def _raise_missing(self, missing: list[int]) -> NoReturn:
         checkpoint = self.checkpoint_version
@@ -395,7 +437,7 @@ class DeltaLog:
                 f"({gap:020d}.json) and no checkpoint covers it: the log is damaged. "
                 "Restore the file from a backup, or re-create the table.",
                 table_path=self.table_path,
-                file=os.path.join(self.table_path, LOG_FOLDER, f"{gap:020d}.json"),
+                file=self.files.join(self.table_path, LOG_FOLDER, f"{gap:020d}.json"),
             )
         first, last = min(missing), max(missing)
         raise DeltaLogExpiredError(
@@ -542,13 +584,24 @@ def _damaged(path: str, number: int, exc: ValueError, table_path: str) -> DeltaL
 
 
 def _unreadable(path: str, exc: Exception, table_path: str) -> DeltaLogUnreadableError:
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return DeltaLogUnreadableError(
-        f"cannot read {path}: {reason}. Give this process read access to the table's "
+        f"cannot read {path}: {_reason(exc)}. Give this process read access to the table's "
         "_delta_log, or restore the file if it is damaged.",
         table_path=table_path,
         file=path,
     )
+
+
+def _reason(exc: Exception) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def _is_io_error(exc: Exception) -> bool:
+    """An ``OSError``, or another error of a store's SDK (PyArrow's I/O errors are OSErrors;
+    the rest, such as a bad bucket name, derive from ``ArrowException``)."""
+    import pyarrow as pa
+
+    return isinstance(exc, (OSError, pa.ArrowException))
 
 
 def _object(value: Any, name: str) -> dict[str, Any]:
@@ -567,11 +620,10 @@ def _partition_values(value: Any) -> PartitionValues:
     return value
 
 
-def _last_checkpoint_version(path: str) -> Optional[int]:
+def _last_checkpoint_version(files: LakeFiles, path: str) -> Optional[int]:
     # Only a hint: unreadable or malformed means "no checkpoint known", never an error.
     try:
-        with open(path, encoding="utf-8") as f:
-            version = json.load(f).get("version")
+        version = json.loads(files.read_bytes(path)).get("version")
     except (OSError, ValueError, AttributeError):
         return None
     return version if isinstance(version, int) and version >= 0 else None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake_files import LakeFiles, lake_files
 from assetlake_dagster.spark_session import is_connect_session
 from assetlake_dagster.storage import S3Settings, is_s3, validate_store_url
 from assetlake_dagster.spec import HISTORY_COLUMNS, RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
@@ -69,6 +70,18 @@ class Lake:
     def s3(self) -> S3Settings:
         """The S3 settings this lake is reached with."""
         return self.s3_settings if self.s3_settings is not None else S3Settings.from_env()
+
+    @property
+    def files(self) -> LakeFiles:
+        """The lake's files, for what reads them without Spark (the Delta log reader).
+
+        ``os`` on a local root; ``pyarrow.fs`` on an object store, reached with :attr:`s3`.
+
+        Example:
+            >>> Lake("/data/lake").files.is_local
+            True
+        """
+        return lake_files(self.root, self.s3_settings)
 
     def table_path(self, uri: TableUri) -> str:
         """The storage location of a table, guaranteed to be inside the lake root."""
