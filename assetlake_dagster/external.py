@@ -1,7 +1,7 @@
 """External tables: what a table the SQL reads but no file produces becomes in Dagster.
 
 An observable source asset: its data version is its Delta version, read from the table's
-``_delta_log`` without Spark. The watch sensor (:mod:`assetlake_dagster.watch`) records a
+``_delta_log`` without Spark (on local disk or an object store: :mod:`assetlake_dagster.lake_files`). The watch sensor (:mod:`assetlake_dagster.watch`) records a
 new one on every new commit; "Observe" in the UI (or a run selecting the asset) records
 the current one. Being *observable* is what makes Dagster use those observations: the
 asset page shows the version, and a reader that read an older one is marked stale (an
@@ -22,7 +22,6 @@ from typing import Any, Optional
 import dagster as dg
 
 from assetlake_dagster.delta_log import DeltaLog, DeltaLogUnreadableError, TableMetadata
-from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.io_manager import TABLE_METADATA_KEY
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.materialization import column_schema
@@ -54,13 +53,8 @@ def external_table_asset(
 
     @decorator
     def observe() -> dg.ObserveResult:
-        if lake.is_url:
-            raise ConfigError(
-                f"{uri} lives under {lake.root}: its Delta log is read from a local lake root only. "
-                "Point ASSETLAKE_LAKE_ROOT at a local folder or a mount of it."
-            )
-        path = lake.table_path(uri)
-        log = DeltaLog.open(path)
+        # The log is read where the lake is (local disk or an object store), without Spark.
+        log = DeltaLog.open(lake.table_path(uri), lake.files)
         return dg.ObserveResult(
             asset_key=spec.key,
             data_version=dg.DataVersion(str(log.latest_version)),

@@ -4,7 +4,9 @@ triggers the SQL assets that read it.
 A table the project's SQL reads but no file produces is an external asset. Every tick
 (``minimum_interval_seconds``, default 30 s, or ``$ASSETLAKE_WATCH_INTERVAL_S``) the sensor
 lists each such table's ``_delta_log`` once and parses only the commits after the version
-it saw last (:mod:`assetlake_dagster.delta_log`; no Spark). For a table with new commits it:
+it saw last (:mod:`assetlake_dagster.delta_log`; no Spark), on local disk or on an object
+store (``s3a://``: one ``ListObjectsV2`` per table and tick, a ``GET`` per new commit). For
+a table with new commits it:
 
 - records an observation of the external asset whose data version is the Delta version
   (so the UI shows the version, and readers that read an older one become stale), with
@@ -40,9 +42,9 @@ commit is replayed, none is skipped.
   data version. Materialize the readers once yourself if they have never run.
 - **Missing table**: a warning, nothing requested; once the table exists every commit it
   then has is new, so its first writes trigger the readers.
-- **Unreadable log** (permissions, damaged JSON), a table path outside the lake, a
-  non-local lake root (``s3://``...): a warning naming the table and the fix; that table
-  is skipped (its cursor kept, so it is retried next tick) and the others are processed.
+- **Unreadable log** (permissions, damaged JSON, an unreachable or refusing object store),
+  a table path outside the lake: a warning naming the table and the fix; that table is
+  skipped (its cursor kept, so it is retried next tick) and the others are processed.
   No error ever leaves the sensor.
 - **Expired commits** (log cleanup deleted commit files the sensor had not read yet, e.g.
   it was off for longer than ``delta.logRetentionDuration``): what they changed cannot be
@@ -168,7 +170,7 @@ def build_watch_sensor(
         project: the loaded project; its ``external`` tables are watched.
         keys_by_table: the asset key of every table (external and SQL), as the
             definitions name them (after the translator).
-        lake: where the tables live; only a local lake root can be watched.
+        lake: where the tables live: a local folder or an object store.
         minimum_interval_seconds: seconds between ticks (default
             ``$ASSETLAKE_WATCH_INTERVAL_S``, else 30).
         default_status: running by default, so ``dagster dev`` watches at once.
@@ -333,17 +335,9 @@ class _Tick:
         """The table's change since ``previous``; ``None`` to skip it this tick."""
         uri = table.uri
         names = _names(r.name for r in table.readers)
-        if self.lake.is_url:
-            self.log.warning(
-                f"{uri} is not watched: the lake root {self.lake.root} is not a local folder, and the "
-                "watch sensor reads Delta logs from local disk only. Point ASSETLAKE_LAKE_ROOT (or "
-                f"lake_root=) at a local folder, or turn this sensor off and materialize {names} on "
-                "a schedule."
-            )
-            return None
         try:
             path = self.lake.table_path(uri)
-            log = DeltaLog.open(path)
+            log = DeltaLog.open(path, self.lake.files)
         except DeltaTableMissingError as exc:
             if previous == MISSING_VERSION:
                 self.log.info(f"{uri} still does not exist ({exc}).")
@@ -392,7 +386,7 @@ class _Tick:
     def _observation(self, table: _Watched, change: _Change) -> dg.AssetObservation:
         metadata: dict[str, Any] = {"delta_version": change.version, "path": dg.MetadataValue.path(change.path)}
         try:  # the table's schema and location, as "Observe" records them
-            metadata.update(catalog_metadata(table.uri, change.log or DeltaLog.open(change.path)))
+            metadata.update(catalog_metadata(table.uri, change.log or DeltaLog.open(change.path, self.lake.files)))
         except DeltaLogError as exc:
             self.log.warning(f"{table.uri}: observed without its schema: {exc}")
         commits = change.commits

@@ -1,9 +1,9 @@
 """Layer 5: the watch sensor of external tables, ticked with ``build_sensor_context``.
 
 The external tables are real Delta tables written by delta-rs (``deltalake``) under a lake
-in ``tmp_path``; the sensor reads their logs. No test here starts Spark: building the
-definitions and evaluating the sensor need none (the autouse ``no_spark`` fixture makes any
-attempt fail).
+in ``tmp_path``, or in a bucket of a real S3 API (moto's server on loopback); the sensor
+reads their logs. No test here starts Spark: building the definitions and evaluating the
+sensor need none (the autouse ``no_spark`` fixture makes any attempt fail).
 """
 
 import datetime as dt
@@ -24,8 +24,10 @@ from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.project import load_project
+from assetlake_dagster.storage import S3Settings
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import WATCH_INTERVAL_ENV, WATCH_SENSOR_NAME, WATCH_TAG, build_watch_sensor
+from assetlake_dagster_tests.s3_server import running_s3_server
 
 LANDING = dg.AssetKey(["landing", "orders"])
 ORDERS = dg.AssetKey(["staging", "orders"])
@@ -396,14 +398,64 @@ def test_an_unreadable_log_skips_that_table_and_keeps_its_cursor(tmp_path):
     assert cursor_of(tick) == {"delta://landing/customers": 1, "delta://landing/orders": 0}
 
 
-def test_a_lake_that_is_not_local_is_explained(tmp_path):
-    watch = Watch(tmp_path, {"orders.sql": DAILY}, lake_root="s3://bucket/lake")
-    tick = watch.tick()
-    assert tick.requests == {} and cursor_of(tick) == {}
+# -- a lake in a bucket ----------------------------------------------------------------------
+
+BUCKET = "lake"
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """One S3 server for the module, its bucket, and the AWS variables pointing at it."""
+    folder = tmp_path_factory.mktemp("s3")
+    with running_s3_server(str(folder / "moto.log")) as server, pytest.MonkeyPatch.context() as env:
+        for key, value in server.env.items():
+            env.setenv(key, value)
+        server.create_bucket(BUCKET)
+        yield server
+
+
+def s3_options():
+    # delta-rs refuses to commit to S3 without a lock; one writer per test needs none.
+    return {**S3Settings.from_env().storage_options(), "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+
+
+def test_a_table_in_a_bucket_is_watched_and_observed(s3, tmp_path):
+    watch = Watch(tmp_path, {"orders.sql": DAILY, "total.sql": TOTALS}, lake_root=f"s3a://{BUCKET}/{tmp_path.name}")
+    table = watch.table()
+    assert table == f"s3a://{BUCKET}/{tmp_path.name}/landing/orders"
+    write(table, "2024-01-01", storage_options=s3_options())
+    baseline = watch.tick()
+    assert cursor_of(baseline) == {"delta://landing/orders": 0} and baseline.warnings == []
+    write(table, "2024-01-05", storage_options=s3_options())
+
+    tick = watch.tick(baseline.cursor)
+
+    assert tick.requests == {None: ["analytics/order_total"], "2024-01-05": ["staging/orders"]}
+    assert cursor_of(tick) == {"delta://landing/orders": 1}
+    (observation,) = tick.data.asset_events
+    meta = {k: v.value for k, v in observation.metadata.items()}
+    assert (meta["delta_version"], meta["path"], meta["changed_partitions"]) == (1, table, "order_date=2024-01-05")
+    assert [c.name for c in meta["dagster/column_schema"].columns] == ["order_id", "amount", "order_date"]
+    # "Observe" in the UI reads the same log from the bucket, without Spark.
+    write(table, "2024-01-06", storage_options=s3_options())
+    job = watch.defs.resolve_implicit_job_def_def_for_assets([LANDING])
+    result = job.execute_in_process(instance=watch.instance, asset_selection=[LANDING])
+    assert result.success
+    assert latest_data_version(watch.instance, LANDING) == "2"
+
+
+def test_a_bucket_that_cannot_be_listed_skips_the_table_and_keeps_its_cursor(s3, tmp_path):
+    watch = Watch(tmp_path, {"orders.sql": DAILY}, lake_root="s3a://no-such-bucket/lake")
+
+    tick = watch.tick(json.dumps({"delta://landing/orders": 3}))
+
+    assert tick.requests == {} and cursor_of(tick) == {"delta://landing/orders": 3}
     (warning,) = tick.warnings
     assert warning.startswith(
-        "delta://landing/orders is not watched: the lake root s3://bucket/lake is not a local folder"
+        "delta://landing/orders skipped this tick (retried on the next): cannot list the Delta log "
+        "s3a://no-such-bucket/lake/landing/orders/_delta_log: "
     )
+    assert "bucket does not exist" in warning
 
 
 def test_a_cursor_it_did_not_write_starts_over(watch):
