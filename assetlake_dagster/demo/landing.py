@@ -20,7 +20,6 @@ paid order, on its order day, so the same day always lands the same rows.
 """
 
 import datetime as dt
-import os
 from typing import Any, Optional
 
 import pandas as pd
@@ -60,8 +59,8 @@ def payment_rows(first: dt.date, last: dt.date) -> pd.DataFrame:
 
 
 def landing_exists(lake: Lake) -> bool:
-    """Whether the landing table has a Delta log (no Spark needed)."""
-    return os.path.isdir(os.path.join(lake.table_path(LANDING_TABLE), "_delta_log"))
+    """Whether the landing table has a Delta log (no Spark needed; local disk or a bucket)."""
+    return lake.files.has_delta_log(lake.table_path(LANDING_TABLE))
 
 
 def landed_days(spark: Any, lake: Lake) -> set[dt.date]:

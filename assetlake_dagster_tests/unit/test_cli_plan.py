@@ -24,6 +24,16 @@ def test_plan_merge_file(capsys, tmp_path):
     assert not lake.exists()  # nothing created
 
 
+def test_plan_on_a_bucket_names_the_table_url_and_touches_no_store(capsys):
+    # No S3 server: planning reads nothing, so an unreachable bucket does not matter.
+    assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "customers.sql"), "--lake-root", "s3a://bucket/lake"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == "table path  s3a://bucket/lake/analytics/customers"
+    assert "  MERGE INTO delta.`s3a://bucket/lake/analytics/customers` AS t" in out
+    assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "customers.sql"), "--lake-root", "s3a://bucket//lake"]) == 1
+    assert "has a '..' or empty path segment" in capsys.readouterr().err
+
+
 def test_plan_shows_setup_arguments_and_append(capsys, tmp_path):
     assert main(["plan", os.path.join(DEMO_PROJECT_DIR, "top_customers.sql"), "--lake-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -259,3 +259,13 @@ def test_a_local_path_keeps_the_os_calls(tmp_path):
     (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").write_text("{}\n")
     assert files.has_delta_log(str(tmp_path / "t"))
     assert [e.name for e in files.list_folder(str(tmp_path / "t" / "_delta_log"))] == [f"{0:020d}.json"]
+
+
+def test_the_demos_seed_check_reads_the_bucket(s3, prefix):
+    """`assetlake demo land --seed` skips Spark when the landing table exists: also in a bucket."""
+    from assetlake_dagster.demo.landing import LANDING_TABLE, landing_exists
+
+    lake = Lake(f"s3a://{BUCKET}/{prefix}")
+    assert not landing_exists(lake)
+    write_deltalake(lake.table_path(LANDING_TABLE), pa.table({"x": [1]}), storage_options=storage_options())
+    assert landing_exists(lake)
