@@ -4,7 +4,10 @@
 # warm Spark engine its runs shared stops after its idle timeout or `.venv/bin/assetlake engine stop`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+case "${ASSETLAKE_LAKE_ROOT:-}" in
+  s3a://*|s3://*) bash scripts/setup.sh --with s3 ;;  # a lake in a bucket: S3A's jars too
+  *) bash scripts/setup.sh ;;
+esac
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.assetlake/dagster_home}"

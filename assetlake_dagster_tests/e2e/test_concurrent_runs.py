@@ -2,117 +2,23 @@
 
 Two processes, each with its own engine session, write at the same moment (a file barrier
 per round): SCD2 history runs on one table never corrupt it, and replaces of disjoint
-partitions of one table all land. ``ASSETLAKE_TEST_CONCURRENT_ROUNDS`` sets the number of
-rounds (8 by default; the issue's acceptance run used 20).
+partitions of one table all land (:mod:`assetlake_dagster_tests.concurrent_writers`).
+``ASSETLAKE_TEST_CONCURRENT_ROUNDS`` sets the number of rounds (8 by default; the issue's
+acceptance run used 20).
 """
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import deltalake
 
-from assetlake_dagster.spec import PARTITION_COLUMN
+from assetlake_dagster_tests.concurrent_writers import check_writers, run_writers
 from assetlake_dagster_tests.helpers import cli_env
 
 ROUNDS = int(os.environ.get("ASSETLAKE_TEST_CONCURRENT_ROUNDS", "8"))
-
-WRITER = """
-    import json, os, sys, time
-    from assetlake_dagster.partitions import with_partition_key
-    from assetlake_dagster.resources import SparkDeltaResource
-    from assetlake_dagster.spec import TableUri, WriteStrategy
-    from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
-    from assetlake_dagster.writes.retry import write_with_retries
-
-    me, rounds, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    other = "b" if me == "a" else "a"
-    resource = SparkDeltaResource(lake_root=root)
-    spark = resource.new_session()
-
-    def barrier(name):
-        open(os.path.join(root, f"{name}.{me}"), "w").close()
-        while not os.path.exists(os.path.join(root, f"{name}.{other}")):
-            time.sleep(0.01)
-
-    outcomes = []
-    for i in range(rounds):
-        # Both change tier of the odd keys; b also drops key 4 (deletes=close).
-        rows = [(k, f"{me}{i}" if k % 2 else "same") for k in range(1, 5)]
-        rows = rows[:-1] if me == "b" else rows
-        history = WriteTarget(
-            uri=TableUri("h", f"t{i}"), path=f"{root}/h/t{i}", strategy=WriteStrategy.HISTORY,
-            stamp=CommitStamp(f"{me}{i}", f"h/t{i}"), key=("id",), close_deletes=True,
-        )
-        df = spark.createDataFrame(rows, "id INT, tier STRING")
-        barrier(f"h{i}")
-        try:
-            result = write_with_retries(strategy_for(WriteStrategy.HISTORY), spark, df, history)
-            outcomes.append(["ok", result.version])
-        except Exception as exc:
-            outcomes.append(["error", str(exc)[:500]])
-        key = f"{me}-{i}"
-        part = WriteTarget(
-            uri=TableUri("p", "t"), path=f"{root}/p/t", strategy=WriteStrategy.REPLACE,
-            stamp=CommitStamp(f"{me}{i}", "p/t", key), partitions=(key,),
-        )
-        pdf = with_partition_key(spark, spark.createDataFrame([(i, me)], "n INT, who STRING"), key)
-        barrier(f"p{i}")
-        try:
-            write_with_retries(strategy_for(WriteStrategy.REPLACE), spark, pdf, part)
-            outcomes.append(["ok", key])
-        except Exception as exc:
-            outcomes.append(["error", str(exc)[:500]])
-    resource.release_session(spark)
-    print(json.dumps(outcomes))
-"""
-
-
-def _check_history(rows, label):
-    by_key = {}
-    for r in rows:
-        by_key.setdefault(r["id"], []).append(r)
-    for key, versions in by_key.items():
-        assert sum(r["is_current"] for r in versions) <= 1, (label, key, versions)
-        for r in versions:
-            assert r["is_current"] == (r["valid_to"] is None), (label, key, r)
-            assert r["valid_to"] is None or r["valid_to"] > r["valid_from"], (label, key, r)
-        ordered = sorted(versions, key=lambda r: r["valid_from"])
-        for prev, nxt in zip(ordered, ordered[1:]):
-            assert prev["valid_to"] is not None and prev["valid_to"] <= nxt["valid_from"], (label, key, ordered)
 
 
 def test_concurrent_processes_on_one_engine_keep_history_valid_and_land_disjoint_partitions(tmp_path):
     root = str(tmp_path / "lake")
     os.makedirs(root)
-    env = cli_env()
-    code = textwrap.dedent(WRITER)
-    procs = [
-        subprocess.Popen([sys.executable, "-c", code, me, str(ROUNDS), root], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-        for me in ("a", "b")
-    ]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=1200)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    # Every write of both processes committed (a conflict is retried on the new state).
-    assert all(status == "ok" for outcomes in results for status, _ in outcomes), results
-    for i in range(ROUNDS):
-        table = deltalake.DeltaTable(os.path.join(root, "h", f"t{i}"))
-        rows = table.to_pyarrow_table().to_pylist()
-        _check_history(rows, f"round {i}")
-        assert len(table.history()) == 2  # both runs committed: one created, one merged on top
-        current = {r["id"]: r["tier"] for r in rows if r["is_current"]}
-        # Whichever ran last decides the current rows: b's snapshot lacks key 4 (closed).
-        assert current in (
-            {1: f"a{i}", 2: "same", 3: f"a{i}", 4: "same"},
-            {1: f"b{i}", 2: "same", 3: f"b{i}"},
-        ), (i, current)
-    parts = deltalake.DeltaTable(os.path.join(root, "p", "t")).to_pyarrow_table().to_pylist()
-    assert sorted((r[PARTITION_COLUMN], r["n"], r["who"]) for r in parts) == sorted(
-        (f"{me}-{i}", i, me) for me in ("a", "b") for i in range(ROUNDS)
-    )
+    results = run_writers(root, root, cli_env(), ROUNDS)
+    check_writers(results, lambda table: deltalake.DeltaTable(os.path.join(root, table)), ROUNDS)

@@ -27,24 +27,22 @@ import pytest
 from assetlake_dagster.delta_sql import history
 from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.writes import strategy_for
-from assetlake_dagster_tests.blocked_writer import NEW_NAME, PARTITIONS, table_path, target
+from assetlake_dagster_tests.blocked_writer import (
+    EXPECTED_AFTER_NEXT,
+    NEW_NAME,
+    NEXT,
+    PARTITIONS,
+    PRIOR,
+    SCHEMA,
+    STRATEGIES,
+    WRITE_IN_THE_BLOCKED_JOB,
+    table_path,
+    target,
+)
 from assetlake_dagster_tests.helpers import REPO, SHORT_LIVED_JVM
 
-SCHEMA = "id BIGINT, name STRING"
-STRATEGIES = ("replace", "append", "merge", "history")
-PRIOR = [(1, "ann"), (2, "bob"), (3, "cy")]
-NEXT = [(1, "ann"), (2, "BOB"), (4, "di")]
 #: Seconds the writer gets to start its JVM and reach the blocked rows (~10-20 s normally).
 START_TIMEOUT_S = 300
-#: Strategies whose blocked job is the one writing the table's data files.
-WRITE_IN_THE_BLOCKED_JOB = ("replace", "append")
-EXPECTED_AFTER_NEXT = {
-    "replace": sorted(NEXT),
-    "append": sorted(PRIOR + NEXT),
-    "merge": [(1, "ann"), (2, "BOB"), (3, "cy"), (4, "di")],
-    # (id, name, is_current): bob's version closed, BOB's opened; cy stays (soft delete).
-    "history": [(1, "ann", True), (2, "BOB", True), (2, "bob", False), (3, "cy", True), (4, "di", True)],
-}
 
 
 def write(spark, lake_root, strategy, run_id, rows):
