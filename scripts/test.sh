@@ -2,7 +2,7 @@
 # Set up (idempotent) and run the whole test suite against real local Spark + Delta.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --with s3  # the S3 lane (e2e/test_s3_lake.py) needs S3A
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 # Two workers (pytest-xdist), a test file each at a time (the e2e files as one unit, so two
