@@ -15,6 +15,8 @@ Layout of the engine's state folder (``<lake_root>/.assetlake/engine`` by defaul
     engine.lease   every process using the engine holds a shared lock on it
     engine.exit    why the last engine stopped, when its Spark server died unexpectedly
     engine.log     the supervisor's and the Spark server's log
+    clients/       ``<pid>-<start>.json`` per process with sessions on the engine: their ids,
+                   so that the supervisor interrupts a dead process's operations
 
 A small supervisor process (:mod:`assetlake_dagster.engine_supervisor`) owns the JVM: it
 stops it after ``idle_timeout`` seconds without users (nobody holds the lease) and on
@@ -27,6 +29,7 @@ readable by its owner alone. It runs as the user who started it and reads and wr
 that user's files: it is a personal engine, not a multi-user service.
 """
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -57,6 +60,8 @@ HOST = "127.0.0.1"
 CLIENT_HOST = "localhost"
 #: The supervisor's module; its name in a process's command line marks an engine supervisor.
 SUPERVISOR_MODULE = "assetlake_dagster.engine_supervisor"
+#: The folder of the engine's state where each client process lists its sessions.
+CLIENTS_FOLDER = "clients"
 
 
 class EngineError(AssetlakeError):
@@ -98,6 +103,11 @@ class EngineState:
     def display_url(self) -> str:
         """The URL without its secret, for messages and logs."""
         return f"sc://{CLIENT_HOST}:{self.port}"
+
+    @property
+    def clients_dir(self) -> str:
+        """Where processes record their sessions (``clients/`` beside ``engine.log``)."""
+        return os.path.join(os.path.dirname(self.log_path), CLIENTS_FOLDER)
 
 
 def default_engine_dir(lake_root: str) -> str:
@@ -359,7 +369,7 @@ def probe(state: EngineState, timeout: float = HEALTH_TIMEOUT_S) -> Optional[str
 
     def ask() -> None:
         try:
-            session = new_engine_session(state, retries=False)
+            session = new_engine_session(state, retries=False, record=False)
             try:
                 outcome["version"] = session.version
             finally:
@@ -376,16 +386,20 @@ def probe(state: EngineState, timeout: float = HEALTH_TIMEOUT_S) -> Optional[str
     return outcome.get("error")
 
 
-def new_engine_session(state: EngineState, *, retries: bool = True) -> Any:
+def new_engine_session(state: EngineState, *, retries: bool = True, record: bool = True) -> Any:
     """A new Spark Connect session on the engine: its own temp views and settings.
 
     Spark Connect's default client retries an unreachable server for minutes; a local
     engine that is gone will not come back, so a lost engine fails within seconds.
+    The session is recorded under this process (:func:`record_session`) unless
+    ``record`` is false, so that its operations stop if the process dies.
     """
     from assetlake_dagster.spark_session import fail_fast, new_connect_session
 
     session = new_connect_session(state.url)
     fail_fast(session, retries)
+    if record:
+        record_session(state, session)
     return session
 
 
@@ -437,6 +451,80 @@ def engine_lost_failure(exc: BaseException, what: str, table_path: Optional[str]
         "engine (`assetlake engine status` shows it and its log).",
         allow_retries=True,
     )
+
+
+# -- clients: the sessions of each process, for the supervisor --------------------------
+# Spark Connect keeps running an operation whose client died: a reattachable execution
+# waits for its client to come back (senderMaxStreamDuration, 2 min, then detachedTimeout,
+# 5 min, before the server gives up on it), and a write commits meanwhile (issue 28: a
+# SIGKILLed run's 40M-row append committed after the run died). Each client process lists
+# its open sessions in ``clients/<pid>-<start>.json``; the supervisor interrupts and
+# releases the sessions of a process that is gone (:mod:`assetlake_dagster.engine_supervisor`).
+_recorded: dict[str, list[tuple[Any, str, Optional[str]]]] = {}
+_recorded_lock = threading.Lock()
+
+
+def process_start(pid: int) -> Optional[int]:
+    """When ``pid`` started (clock ticks since boot, from ``/proc``), or ``None`` when
+    unknown: with the pid, it names one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def client_file_name(pid: int, start: Optional[int]) -> str:
+    """``<pid>-<start>.json``: a record file of one process.
+
+    Example:
+        >>> client_file_name(123, 456)
+        '123-456.json'
+    """
+    return f"{pid}-{start if start is not None else 0}.json"
+
+
+def record_session(state: EngineState, session: Any) -> None:
+    """List ``session`` among this process's open sessions in the engine's ``clients/``.
+
+    The file is rewritten with the sessions not yet stopped (a stopped one has nothing left
+    to interrupt) and removed when the process exits normally. A failure to write it is
+    not fatal: the run goes on, only unprotected against its own death.
+    """
+    folder = state.clients_dir
+    client = session.client
+    with _recorded_lock:
+        sessions = _recorded.setdefault(folder, [])
+        sessions[:] = [s for s in sessions if not getattr(s[0], "is_stopped", True)]
+        sessions.append((session, client._session_id, client._user_id))  # noqa: SLF001 - no public getter
+        pid = os.getpid()
+        record = {
+            "pid": pid,
+            "start": process_start(pid),
+            "sessions": [{"session_id": sid, "user_id": uid} for _, sid, uid in sessions],
+        }
+        path = os.path.join(folder, client_file_name(pid, record["start"]))
+        tmp = f"{path}.tmp"
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(record, f)
+            os.replace(tmp, path)
+        except OSError as exc:
+            print(f"assetlake: could not record the Spark session in {folder} ({exc}); if this process "
+                  "dies, its running operations go on.", file=sys.stderr, flush=True)
+
+
+@atexit.register
+def _forget_sessions() -> None:
+    """A process that exits normally has stopped its sessions itself: drop its record."""
+    pid = os.getpid()
+    with _recorded_lock:
+        for folder in _recorded:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, client_file_name(pid, process_start(pid))))
+        _recorded.clear()
 
 
 # -- leases: processes that use the engine ------------------------------------------------

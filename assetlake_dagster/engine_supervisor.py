@@ -5,7 +5,9 @@ Started by :meth:`assetlake_dagster.engine.WarmEngine.ensure` as
 session. It starts the server on a free loopback port with a fresh token, records it in
 ``engine.json``, then polls: it stops the JVM after ``idle_timeout`` seconds without users
 (nobody holds the lease), on SIGTERM/SIGINT (``assetlake engine stop``), and records the
-reason in ``engine.exit`` when the JVM dies on its own. The client side (finding, starting,
+reason in ``engine.exit`` when the JVM dies on its own. Each poll it also interrupts the
+operations of client processes that died (:class:`DeadClientReaper`): a run killed
+mid-write must not commit after its death. The client side (finding, starting,
 leasing, stopping an engine) is :mod:`assetlake_dagster.engine`.
 """
 
@@ -31,6 +33,8 @@ from assetlake_dagster.engine import (
     SUPERVISOR_MODULE,
     EngineState,
     WarmEngine,
+    _pid_alive,
+    process_start,
 )
 
 #: Settings of the shared engine on top of the embedded defaults: several runs share it.
@@ -48,7 +52,7 @@ def serve(
     idle_timeout: float,
     spark_conf: Mapping[str, str],
     warehouse_dir: Optional[str],
-    poll_s: float = 2.0,
+    poll_s: float = 1.0,
 ) -> int:
     """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
     from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
@@ -96,8 +100,10 @@ def serve(
           f"idle timeout {idle_timeout:.0f} s)", flush=True)
     reason = "stopped"
     last_used = time.time()
+    reaper = DeadClientReaper(state)
     try:
         while not stopping.wait(poll_s):
+            reaper.poll()
             if server.process.poll() is not None:
                 reason = f"the Spark server exited with code {server.process.returncode}"
                 # The next process to need an engine says so when it starts a new one.
@@ -120,6 +126,99 @@ def serve(
         server.stop()
         print(f"[assetlake engine] stopped: {reason}", flush=True)
     return 0
+
+
+class DeadClientReaper:
+    """Interrupts the operations of the Spark Connect sessions of client processes that died.
+
+    Spark Connect does not stop an operation when its client dies: a reattachable
+    execution waits for the client to reattach (up to ``senderMaxStreamDuration``, 2 min,
+    then ``detachedTimeout``, 5 min), and a write commits meanwhile. Clients list their
+    sessions in ``clients/<pid>-<start>.json`` (:func:`assetlake_dagster.engine.record_session`);
+    a file whose process is gone (or whose pid now names a younger process) is handled
+    once, in a background thread so that a slow server never stalls the supervisor.
+
+    Example:
+        >>> reaper = DeadClientReaper(state)  # doctest: +SKIP
+        >>> reaper.poll()  # every second, from the supervisor's loop  # doctest: +SKIP
+    """
+
+    def __init__(self, state: EngineState):
+        self.state = state
+        self._worker: Optional[threading.Thread] = None
+
+    def poll(self) -> None:
+        """Start handling the dead clients' files, unless the last round still runs."""
+        if self._worker is not None and self._worker.is_alive():
+            return
+        dead = self.dead_clients()
+        if dead:
+            self._worker = threading.Thread(target=self._reap, args=(dead,), daemon=True, name="assetlake-reaper")
+            self._worker.start()
+
+    def dead_clients(self) -> list[str]:
+        """The record files of processes that are gone."""
+        try:
+            names = os.listdir(self.state.clients_dir)
+        except OSError:
+            return []
+        dead = []
+        for name in names:
+            pid_text, _, start_text = name.removesuffix(".json").partition("-")
+            if not name.endswith(".json") or not pid_text.isdigit() or not start_text.isdigit():
+                continue
+            pid, start = int(pid_text), int(start_text)
+            # A start of 0 is a process that could not read its own start time (no /proc).
+            if _pid_alive(pid) and (start == 0 or process_start(pid) in (start, None)):
+                continue
+            dead.append(os.path.join(self.state.clients_dir, name))
+        return dead
+
+    def _reap(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    record = json.load(f)
+                sessions = [(s["session_id"], s.get("user_id")) for s in record.get("sessions", ())]
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                print(f"[assetlake engine] unreadable client record {path}: {exc}", flush=True)
+                sessions = []
+            interrupted = []
+            for session_id, user_id in sessions:
+                interrupted += interrupt_session(self.state, session_id, user_id)
+            if interrupted:
+                print(f"[assetlake engine] {time.strftime('%y/%m/%d %H:%M:%S')} client process "
+                      f"{record.get('pid')} is gone: interrupted {len(interrupted)} operation(s) of its "
+                      f"{len(sessions)} session(s) ({', '.join(interrupted)})", flush=True)
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+def interrupt_session(state: EngineState, session_id: str, user_id: Optional[str]) -> list[str]:
+    """Interrupt every operation of one Spark Connect session.
+
+    Returns the ids of the operations interrupted; a session the server no longer has (the
+    client stopped it, or it timed out) gives none. The session itself is not released:
+    a release right after the interrupt failed on the server (``IllegalStateException``,
+    the operation not yet Canceled); ``defaultSessionTimeout`` drops it after 10 idle minutes.
+    """
+    from pyspark.sql.connect.client import SparkConnectClient
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    url = f"{state.url};session_id={session_id}" + (f";user_id={user_id}" if user_id else "")
+    client = SparkConnectClient(url)
+    client.set_retry_policies([DefaultPolicy(max_retries=2, initial_backoff=100, max_backoff=1000)])
+    interrupted: list[str] = []
+    try:
+        interrupted = list(client.interrupt_all() or [])
+    except Exception as exc:  # noqa: BLE001 - a session already gone is the usual case
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "SESSION_CLOSED" not in text and "SESSION_NOT_FOUND" not in text:
+            print(f"[assetlake engine] could not interrupt session {session_id}: {text[:300]}", flush=True)
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+    return interrupted
 
 
 _LOG4J = """\
