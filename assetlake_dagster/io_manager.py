@@ -39,6 +39,7 @@ from assetlake_dagster.spec import (
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY, describe_orphans, orphan_commits, recent_stamps
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
 
@@ -272,6 +273,10 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         )
         _, instance = output_run(context) or (None, None)
         metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))
+        orphans = _orphans(context, instance, session, target)
+        if orphans:
+            context.log.warning(describe_orphans(uri, orphans))
+            metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(orphans)
         context.add_output_metadata(metadata)
         if partition_counts:
             # Each partition of a batch gets its own row count on its materialization.
@@ -323,6 +328,31 @@ def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] =
         partition=partition,
         idempotency_id=idempotency_id,
     )
+
+
+def _orphans(
+    context: dg.OutputContext, instance: Optional[dg.DagsterInstance], session: "SparkSession", target: WriteTarget
+) -> list[dict]:
+    """The table's recent commits for this asset whose run ended without recording them
+    (see :mod:`assetlake_dagster.writes.orphans`); none without an instance to ask."""
+    if instance is None:
+        return []
+
+    def never_recorded(run_id: str) -> Optional[str]:
+        run = instance.get_run_by_id(run_id)
+        # Unknown here (another instance) or still running: nothing to say about it.
+        if run is None or run.status not in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+            return None
+        events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        if any(e.dagster_event is not None and e.dagster_event.asset_key == context.asset_key for e in events):
+            return None
+        return run.status.value
+
+    try:
+        return orphan_commits(recent_stamps(session, target.path), target.asset, context.run_id, never_recorded)
+    except Exception as exc:  # noqa: BLE001 - a report, never a reason to fail a committed write
+        context.log.warning(f"{target.uri}: could not check the table's recent commits for orphans ({exc}).")
+        return []
 
 
 def _continues_a_failed_run(run: dg.DagsterRun, instance: dg.DagsterInstance) -> bool:
