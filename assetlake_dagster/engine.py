@@ -496,7 +496,8 @@ def record_session(state: EngineState, session: Any) -> None:
     with _recorded_lock:
         sessions = _recorded.setdefault(folder, [])
         sessions[:] = [s for s in sessions if not getattr(s[0], "is_stopped", True)]
-        sessions.append((session, client._session_id, client._user_id))  # noqa: SLF001 - no public getter
+        if not any(listed is session for listed, _, _ in sessions):  # the shared session comes back often
+            sessions.append((session, client._session_id, client._user_id))  # noqa: SLF001 - no public getter
         pid = os.getpid()
         record = {
             "pid": pid,

@@ -26,6 +26,7 @@ from assetlake_dagster.engine import (
     default_engine_dir,
     is_supervisor,
     new_engine_session,
+    record_session,
 )
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake import Lake, default_lake_root
@@ -191,7 +192,9 @@ class SparkDeltaResource(dg.ConfigurableResource):
             return connect_session(self.resolved_remote(), self.effective_spark_conf())
         if mode == LOCAL_MODE:
             return self._local_session()
-        session = connect_session(self.engine_state().url)
+        state = self.engine_state()
+        session = connect_session(state.url)
+        record_session(state, session)  # so the engine interrupts its writes if this process dies
         fail_fast(session)
         self._apply_conf(session)
         return session

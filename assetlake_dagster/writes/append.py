@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.spec import PARTITION_COLUMN, WriteStrategy
+from assetlake_dagster.writes.slices import OPTIMIZED_WRITE
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
@@ -80,7 +81,7 @@ class AppendWrite(WriteStrategyBase):
         if new_columns:
             writer = writer.option("mergeSchema", "true")
         if target.partitioned:
-            writer = writer.partitionBy(PARTITION_COLUMN)
+            writer = writer.partitionBy(PARTITION_COLUMN).option(OPTIMIZED_WRITE, "true")
         writer.save(target.path)
         result = result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         # Delta skipped the write if this app id was applied before: the stamped commit

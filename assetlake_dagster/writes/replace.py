@@ -25,7 +25,7 @@ from assetlake_dagster.writes.commit import (
     first_write_cleanup,
     result_from_history,
 )
-from assetlake_dagster.writes.slices import partition_predicate
+from assetlake_dagster.writes.slices import OPTIMIZED_WRITE, partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame, SparkSession
@@ -49,7 +49,8 @@ class ReplaceWrite(WriteStrategyBase):
                 ),
                 statement=(
                     "df.write.format('delta').mode('overwrite').partitionBy('_partition')"
-                    f".option('replaceWhere', \"{predicate}\").save('{target.path}')"
+                    f".option('replaceWhere', \"{predicate}\").option('optimizeWrite', 'true')"
+                    f".save('{target.path}')"
                 ),
                 predicate=predicate,
             )
@@ -90,6 +91,7 @@ class ReplaceWrite(WriteStrategyBase):
             .mode("overwrite")
             .partitionBy(PARTITION_COLUMN)
             .option("replaceWhere", partition_predicate(target.partitions))
+            .option(OPTIMIZED_WRITE, "true")
             .option("userMetadata", target.stamp.user_metadata())
         )
         if new_columns:
