@@ -97,3 +97,16 @@ def running_s3_server(log_path: str) -> Iterator[S3Server]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@contextlib.contextmanager
+def bucket_in_env(folder: str, bucket: str) -> Iterator[S3Server]:
+    """A server with ``bucket`` created, and this process's AWS variables pointing at it
+    (restored on exit): what a module of in-process tests on a bucket needs."""
+    import pytest
+
+    with running_s3_server(os.path.join(folder, "moto.log")) as server, pytest.MonkeyPatch.context() as env:
+        for key, value in server.env.items():
+            env.setenv(key, value)
+        server.create_bucket(bucket)
+        yield server

@@ -5,7 +5,7 @@ before any timing counts, median and spread reported. Everything runs in a fresh
 (lakes, ``DAGSTER_HOME``, the engine's state folder, logs); the engine and every process this
 script started are stopped at the end, also on Ctrl-C or SIGTERM::
 
-    .venv/bin/python scripts/bench_engine.py [--reps N] [--only one-asset|demo-all|B5] [--out FILE.json]
+    .venv/bin/python scripts/bench_engine.py [--reps N] [--only one-asset|demo-all|B5|first-write] [--out FILE.json]
 
 Benchmarks (goals from the issue, warm engine, 2-core machine):
     one-asset: ``dagster asset materialize --select analytics/customers`` on the demo, wall time
@@ -13,6 +13,10 @@ Benchmarks (goals from the issue, warm engine, 2-core machine):
     demo-all: the backfill "Materialize all…" launches in ``dagster dev`` (all the demo's
         materializable assets, all partitions; its landing table seeded first, untimed), launch
         to completion; goal <= 180 s. One repetition unless ``--reps`` says.
+    first-write: the first materialization of a 20M-row table (``SELECT id, sha2(...) FROM
+        range(N)``) with ``dagster asset materialize`` on the warm engine: its wall time, and
+        that it succeeded with every row in the table (no time goal; it used to fail after
+        its commit while registering the table).
     B5: a 10-asset chain of tiny SQL assets, ours (warm engine, in-process executor) against
         10 plain ``@dg.asset``s on ``PySparkResource`` under the default multiprocess executor;
         goal median(ours) / median(anchor) <= 0.12.
@@ -39,7 +43,9 @@ BIN = os.path.dirname(sys.executable)  # run as .venv/bin/python: the venv's dag
 DAGSTER, ASSETLAKE = os.path.join(BIN, "dagster"), os.path.join(BIN, "assetlake")
 MATERIALIZE = [DAGSTER, "asset", "materialize"]
 GOALS = {"one-asset": 10.0, "demo-all": 180.0, "B5": 0.12}
-DEFAULT_REPS = {"one-asset": 5, "demo-all": 1, "B5": 5}  # demo-all: minutes per run
+DEFAULT_REPS = {"one-asset": 5, "demo-all": 1, "B5": 5, "first-write": 1}  # demo-all: minutes per run
+#: Rows of the first-write benchmark's table (issue 28: 8M and 20M failed after their commit).
+FIRST_WRITE_ROWS = int(os.environ.get("ASSETLAKE_BENCH_FIRST_WRITE_ROWS", "20000000"))
 CHAIN = 10
 ASSET_NODES = "{ assetNodes { assetKey { path } isMaterializable } }"
 LAUNCH = """mutation($sel: [AssetKeyInput!]) {
@@ -357,7 +363,37 @@ def bench_b5(tmp: str, env: dict, reps: int) -> dict:
 
 
 # -- main ----------------------------------------------------------------------------------
-BENCHMARKS = {"one-asset": bench_one_asset, "demo-all": bench_demo_all, "B5": bench_b5}
+# -- 4. first-write -------------------------------------------------------------------------
+def bench_first_write(tmp: str, env: dict, reps: int) -> dict:
+    """A first materialization of a FIRST_WRITE_ROWS-row table, each rep on a new lake root."""
+    import deltalake
+
+    work = os.path.join(tmp, "first_write")
+    project = os.path.join(work, "project")
+    os.makedirs(project)
+    with open(os.path.join(project, "big.sql"), "w") as f:
+        f.write("-- materialize delta://big/hashes\n\n"
+                f"SELECT id, sha2(CAST(id AS STRING), 256) AS h FROM range({FIRST_WRITE_ROWS})\n")
+    select = [*MATERIALIZE, "-m", "assetlake_dagster.definitions", "--select", "big/hashes"]
+    log = os.path.join(work, "runs.log")
+    times = []
+    for rep in range(1, reps + 1):
+        lake = os.path.join(work, f"lake{rep}")
+        run_env = dict(env, ASSETLAKE_PROJECT_DIR=project, ASSETLAKE_LAKE_ROOT=lake)
+        times.append(_timed(select, run_env, work, log, timeout=1800))
+        table = deltalake.DeltaTable(os.path.join(lake, "big", "hashes"))
+        rows = sum(table.get_add_actions(flatten=True).column("num_records").to_pylist())
+        if (table.version(), rows) != (0, FIRST_WRITE_ROWS):
+            raise BenchError(f"first-write rep {rep}: version {table.version()} with {rows} rows, "
+                             f"not version 0 with {FIRST_WRITE_ROWS}")
+        print(f"first-write rep {rep}/{reps} {times[-1]:.1f}s, version 0 with {rows} rows", flush=True)
+    result = dict(_summary(times), rows=FIRST_WRITE_ROWS, ok=True)
+    print(f"first-write rows={FIRST_WRITE_ROWS} median={result['median_s']:.1f}s n={reps} succeeded", flush=True)
+    return result
+
+
+BENCHMARKS = {"one-asset": bench_one_asset, "demo-all": bench_demo_all, "B5": bench_b5,
+              "first-write": bench_first_write}
 
 
 def _stop_engine(tmp: str, env: dict) -> None:

@@ -28,6 +28,7 @@ from assetlake_dagster.demo.project.sources import DAYS, FIRST_DAY, order_rows
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake import Lake
 from assetlake_dagster.spec import TableUri
+from assetlake_dagster.writes.slices import OPTIMIZED_WRITE
 
 #: The landing table and its partition column.
 LANDING_TABLE = TableUri("landing", "payments")
@@ -73,7 +74,9 @@ def landed_days(spark: Any, lake: Lake) -> set[dt.date]:
 
 def _append(spark: Any, lake: Lake, rows: pd.DataFrame) -> None:
     frame = spark.createDataFrame(rows, _SCHEMA)
-    frame.write.format("delta").mode("append").partitionBy(PARTITION_COLUMN).save(lake.table_path(LANDING_TABLE))
+    # One file per landed day, as an ingestion tool writes it (not one per day and task).
+    writer = frame.write.format("delta").mode("append").partitionBy(PARTITION_COLUMN).option(OPTIMIZED_WRITE, "true")
+    writer.save(lake.table_path(LANDING_TABLE))
 
 
 def seed(spark: Any, lake: Lake) -> Optional[int]:

@@ -27,7 +27,7 @@ from assetlake_dagster.project import load_project
 from assetlake_dagster.storage import S3Settings
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import WATCH_INTERVAL_ENV, WATCH_SENSOR_NAME, WATCH_TAG, build_watch_sensor
-from assetlake_dagster_tests.s3_server import running_s3_server
+from assetlake_dagster_tests.s3_server import bucket_in_env
 
 LANDING = dg.AssetKey(["landing", "orders"])
 ORDERS = dg.AssetKey(["staging", "orders"])
@@ -406,11 +406,7 @@ BUCKET = "lake"
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """One S3 server for the module, its bucket, and the AWS variables pointing at it."""
-    folder = tmp_path_factory.mktemp("s3")
-    with running_s3_server(str(folder / "moto.log")) as server, pytest.MonkeyPatch.context() as env:
-        for key, value in server.env.items():
-            env.setenv(key, value)
-        server.create_bucket(BUCKET)
+    with bucket_in_env(str(tmp_path_factory.mktemp("s3")), BUCKET) as server:
         yield server
 
 

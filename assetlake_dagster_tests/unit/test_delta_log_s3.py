@@ -24,7 +24,7 @@ from assetlake_dagster.lake import Lake
 from assetlake_dagster.lake_files import StoreFiles, lake_files, store_path
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.storage import S3Settings
-from assetlake_dagster_tests.s3_server import running_s3_server
+from assetlake_dagster_tests.s3_server import bucket_in_env
 
 BUCKET = "lake"
 
@@ -32,11 +32,7 @@ BUCKET = "lake"
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """One S3 server for the module, its bucket, and the AWS variables pointing at it."""
-    folder = tmp_path_factory.mktemp("s3")
-    with running_s3_server(str(folder / "moto.log")) as server, pytest.MonkeyPatch.context() as env:
-        for key, value in server.env.items():
-            env.setenv(key, value)
-        server.create_bucket(BUCKET)
+    with bucket_in_env(str(tmp_path_factory.mktemp("s3")), BUCKET) as server:
         yield server
 
 
