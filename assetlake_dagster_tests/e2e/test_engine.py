@@ -216,11 +216,11 @@ def test_a_process_whose_server_went_away_still_exits_promptly(env):
     assert out["killed"]
 
 
-def _spark_class(*args: str, log) -> subprocess.Popen:
+def _spark_class(*args: str, log, **env_vars: str) -> subprocess.Popen:
     import pyspark
 
     home = os.path.dirname(pyspark.__file__)
-    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1")
+    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1", **env_vars)
     return subprocess.Popen(
         [os.path.join(home, "bin", "spark-class"), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -239,13 +239,19 @@ def _wait_for_port(port: int, proc: subprocess.Popen, what: str, log_path, timeo
         time.sleep(0.5)
 
 
-def test_a_materialization_runs_on_a_standalone_spark_cluster(tmp_path):
-    """ASSETLAKE_SPARK_MASTER points the engine at a standalone master with one worker."""
+def test_a_materialization_runs_on_a_standalone_spark_cluster_with_its_lake_in_a_bucket(tmp_path):
+    """ASSETLAKE_SPARK_MASTER points the engine at a standalone master with one worker, and
+    the lake is in a bucket (moto's S3 server): what a cluster needs, since its executors
+    share no local disk with the driver. The executors get S3A's jars from the driver and
+    their credentials from the worker's environment, as on a real cluster."""
     from assetlake_dagster.connect_server import free_port
+    from assetlake_dagster.storage import S3Settings
+    from assetlake_dagster_tests.s3_server import running_s3_server
 
     port, log_path = free_port(), tmp_path / "cluster.log"
     master_url = f"spark://127.0.0.1:{port}"
-    with open(log_path, "w") as log:
+    with running_s3_server(str(tmp_path / "moto.log")) as s3, open(log_path, "w") as log:
+        s3.create_bucket("cluster")
         master = _spark_class(
             "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
             "--webui-port", str(free_port()), log=log,
@@ -256,14 +262,15 @@ def test_a_materialization_runs_on_a_standalone_spark_cluster(tmp_path):
             worker = _spark_class(
                 "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1", "--cores", "1",
                 "--memory", "2g", "--webui-port", str(free_port()), "--work-dir", str(tmp_path / "work"), log=log,
+                **s3.env,
             )
-            lake, project = tmp_path / "lake", tmp_path / "project"
+            lake, project = "s3a://cluster/lake", tmp_path / "project"
             project.mkdir()
             (project / "t.sql").write_text("-- materialize delta://s/t\n\nSELECT id, id * 2 AS twice FROM range(100)\n")
             env = cli_env(
                 ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"), ASSETLAKE_SPARK_MASTER=master_url,
-                ASSETLAKE_PROJECT_DIR=str(project), ASSETLAKE_LAKE_ROOT=str(lake), DAGSTER_HOME=str(tmp_path / "home"),
-                **SHORT_LIVED_JVM,
+                ASSETLAKE_PROJECT_DIR=str(project), ASSETLAKE_LAKE_ROOT=lake, DAGSTER_HOME=str(tmp_path / "home"),
+                **SHORT_LIVED_JVM, **s3.env,
             )
             os.makedirs(env["DAGSTER_HOME"])
             dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
@@ -276,10 +283,13 @@ def test_a_materialization_runs_on_a_standalone_spark_cluster(tmp_path):
             assert state is not None and state.master == master_url
             import deltalake
 
-            rows = deltalake.DeltaTable(str(lake / "s" / "t")).to_pyarrow_table().to_pylist()
+            options = S3Settings.from_env(s3.env).storage_options(s3.env)
+            rows = deltalake.DeltaTable("s3://cluster/lake/s/t", storage_options=options).to_pyarrow_table().to_pylist()
             assert len(rows) == 100 and sum(r["twice"] for r in rows) == 9900
-            # The executors ran on the worker: it created an application folder for the engine.
+            # The executors ran on the worker (it made an application folder for the engine)
+            # and wrote the table's files into the bucket.
             assert any((tmp_path / "work").iterdir())
+            assert any(key.endswith(".parquet") for key in s3.keys("cluster", "lake/s/t/"))
         finally:
             WarmEngine(str(tmp_path / "engine")).stop()
             for proc in (worker, master):
