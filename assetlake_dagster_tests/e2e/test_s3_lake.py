@@ -85,16 +85,36 @@ def _cli(cwd, env, *args):
     return proc.stdout + proc.stderr
 
 
-def test_the_demo_on_an_s3_lake_materializes_is_watched_restored_and_read_by_delta_rs(s3, tmp_path, monkeypatch):
-    """A new user's flow with ``ASSETLAKE_LAKE_ROOT=s3a://…``: every asset of the demo
-    materialized from the command line on the bucket's warm engine, each table read back
-    from the bucket by delta-rs, a day landed in the bucket's landing table triggering that
-    day downstream through the watch sensor, and a table restored."""
+def _files_by_partition(table: deltalake.DeltaTable) -> dict:
+    """``{partition key: {data file paths}}`` of a partitioned managed table, from its log."""
+    actions = table.get_add_actions(flatten=True)
+    found = {}
+    for path, key in zip(actions.column("path").to_pylist(), actions.column("partition._partition").to_pylist()):
+        found.setdefault(key, set()).add(path)
+    return found
+
+
+def test_the_demo_on_an_s3_lake_from_the_command_line(s3, tmp_path, monkeypatch):
+    """A new user's command-line flow with ``ASSETLAKE_LAKE_ROOT=s3a://…``, every table read
+    back from the bucket by delta-rs, then the watch sensor, one day again, and a restore.
+
+    Every asset of the demo, every partition: the raw sources, staging/orders by `assetlake
+    backfill` in batches of 31 days (3 runs, 3 commits; the demo's own batch=91 makes the
+    other partitioned assets one run each), then the unpartitioned rest with `dagster asset
+    materialize` (`--select '*'` refuses a selection with partitioned assets). The same flow
+    ran on a local lake before; the storage is the only difference, and a local lake's runs
+    are the UI smoke's and the Dagster lane's.
+    """
+    import datetime as dt
+
     import dagster as dg
 
     from assetlake_dagster.build import build_definitions
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
+    from assetlake_dagster.demo.project.sources import order_rows
+    from assetlake_dagster.spec import PARTITION_COLUMN
     from assetlake_dagster.watch import WATCH_SENSOR_NAME
+    from assetlake_dagster.writes.slices import partition_predicate
 
     root = s3.root("demo")
     home = tmp_path / "home"
@@ -105,20 +125,53 @@ def test_the_demo_on_an_s3_lake_materializes_is_watched_restored_and_read_by_del
 
     _cli(tmp_path, env, ASSETLAKE, "demo", "land", "--seed")
     _cli(tmp_path, env, *materialize, "raw/customers,raw/orders")
-    for partitioned in ("staging/orders", "staging/payments", "analytics/payment_reconciliation",
-                        "analytics/monthly_revenue"):
+    out = _cli(tmp_path, env, ASSETLAKE, "backfill", "staging/orders", "--batch", "31")
+    assert "staging/orders, 91 partitions in 3 runs" in out and "3 runs succeeded, 0 failed" in out, out
+    for partitioned in ("staging/payments", "analytics/payment_reconciliation", "analytics/monthly_revenue"):
         out = _cli(tmp_path, env, ASSETLAKE, "backfill", partitioned)
         assert "0 failed" in out, out
     _cli(tmp_path, env, *materialize, ",".join(sorted(DEMO_KEYS - PARTITIONED_KEYS - RAW_KEYS - DEMO_EXTERNAL_KEYS)))
 
+    # One Delta commit per batch (Jan, Feb, Mar), and Dagster recorded every partition.
+    orders = s3.table(root, "staging/orders")
+    assert [(h["version"], h["operation"]) for h in orders.history()] == [(2, "WRITE"), (1, "WRITE"), (0, "WRITE")]
+    days = {(dt.date(2024, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(91)}
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with dg.DagsterInstance.get() as instance:
+        assert instance.get_materialized_partitions(dg.AssetKey(["staging", "orders"])) == days
+        assert instance.get_materialized_partitions(dg.AssetKey(["analytics", "monthly_revenue"])) == {
+            "2024-01-01", "2024-02-01", "2024-03-01"}
+
     # Every table the demo writes, read back from the bucket by another Delta reader.
-    written = sorted(DEMO_KEYS - DEMO_EXTERNAL_KEYS)
-    rows = {key: s3.table(root, key).to_pyarrow_table().num_rows for key in written}
-    assert rows["raw/customers"] == rows["analytics/customers"] == rows["analytics/dim_customer"] == 200
-    assert rows["staging/orders"] == rows["analytics/fct_orders"] == rows["raw/orders"] > 0
-    assert all(count > 0 for count in rows.values()), rows
-    assert set(s3.table(root, "analytics/monthly_revenue").to_pyarrow_table().column("_partition").to_pylist()) == {
-        "2024-01-01", "2024-02-01", "2024-03-01"}
+    rows = {key: s3.table(root, key).to_pyarrow_table().to_pylist() for key in sorted(DEMO_KEYS - DEMO_EXTERNAL_KEYS)}
+    assert all(rows.values()), {key: len(value) for key, value in rows.items()}
+    staging = rows["staging/orders"]
+    source = sorted(r[0] for r in order_rows() if r[4] < dt.datetime(2024, 4, 1))
+    assert sorted(r["order_id"] for r in staging) == source
+    assert all(r[PARTITION_COLUMN] == r["order_date"].isoformat() for r in staging)
+    assert {r[PARTITION_COLUMN] for r in staging} == days
+    # The monthly roll-up agrees with the daily orders, one batch for the three months.
+    by_month = {}
+    for r in rows["analytics/monthly_revenue"]:
+        assert r[PARTITION_COLUMN] == r["month"].isoformat()
+        by_month[r[PARTITION_COLUMN]] = by_month.get(r[PARTITION_COLUMN], 0) + r["orders"]
+    expected = {}
+    for r in staging:
+        month = r["ordered_at"].strftime("%Y-%m-01")
+        expected[month] = expected.get(month, 0) + 1
+    assert by_month == expected and set(by_month) == {"2024-01-01", "2024-02-01", "2024-03-01"}
+    assert len(s3.table(root, "analytics/monthly_revenue").history()) == 1
+    assert len(rows["analytics/top_customers"]) >= 20
+    assert sorted(rows["analytics/top_customers"][0]) == ["customer_id", "name", "revenue", "revenue_rank", "tier"]
+    assert len(rows["raw/customers"]) == len(rows["analytics/customers"]) == 200
+    assert len(rows["ops/load_log"]) == 1 and rows["ops/load_log"][0]["orders"] == len(source)
+    # The SCD2 dimension after its first run, and the as-of facts joined to it.
+    dim = rows["analytics/dim_customer"]
+    assert len(dim) == 200 and all(r["is_current"] and r["valid_to"] is None for r in dim)
+    tier_of = {r["customer_id"]: (r["tier"], r["country"]) for r in dim}
+    facts = rows["analytics/fct_orders"]
+    assert sorted(r["order_id"] for r in facts) == source
+    assert all((r["tier_at_order"], r["country_at_order"]) == tier_of[r["customer_id"]] for r in facts)
 
     # The watch sensor reads the bucket's Delta log: a landed day requests that day downstream.
     for name, value in s3.server.env.items():
@@ -133,6 +186,21 @@ def test_the_demo_on_an_s3_lake_materializes_is_watched_restored_and_read_by_del
     requested = {(r.partition_key, key.to_user_string()) for r in tick.run_requests for key in r.asset_selection}
     assert ("2024-03-05", "staging/payments") in requested, requested
     assert {partition for partition, _ in requested} == {"2024-03-05"}, requested
+
+    # One day again: the same rows, one more commit, and only that day's files change.
+    day = "2024-01-15"
+    before_rows = sorted(map(str, (r for r in staging if r[PARTITION_COLUMN] == day)))
+    before_files = _files_by_partition(orders)
+    _cli(tmp_path, env, *materialize, "staging/orders", "--partition", day)
+    orders = s3.table(root, "staging/orders")
+    after_files = _files_by_partition(orders)
+    after_rows = [r for r in orders.to_pyarrow_table().to_pylist() if r[PARTITION_COLUMN] == day]
+    assert sorted(map(str, after_rows)) == before_rows
+    last = orders.history(1)[0]
+    assert (last["version"], last["operation"]) == (3, "WRITE")
+    assert partition_predicate([day]) in last["operationParameters"]["predicate"]  # that day only
+    assert after_files[day].isdisjoint(before_files[day])
+    assert {p: f for p, f in after_files.items() if p != day} == {p: f for p, f in before_files.items() if p != day}
 
     # Restore on the bucket: the landing table back to its seed (version 0), as a new commit.
     seeded = s3.table(root, "landing/payments")
