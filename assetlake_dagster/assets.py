@@ -15,9 +15,9 @@ from assetlake_dagster.dagster_internals import (
     dep_input_name,
     with_deps_and_metadata,
 )
-from assetlake_dagster.engine import engine_lost_failure
+from assetlake_dagster.spark.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.partitions import backfill_policy
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.run_config import argument_config_schema, arguments_metadata, bind_arguments

@@ -32,7 +32,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from assetlake_dagster.lake import Lake, default_lake_root
+    from assetlake_dagster.lake.root import Lake, default_lake_root
     from assetlake_dagster.planning import render_plan
 
     try:
@@ -149,7 +149,7 @@ def _instance():
 
 def _restore(args: argparse.Namespace) -> int:
     from assetlake_dagster.resources import SparkDeltaResource
-    from assetlake_dagster.restore import restore_table
+    from assetlake_dagster.lake.restore import restore_table
     from assetlake_dagster.spec import TableUri
 
     try:

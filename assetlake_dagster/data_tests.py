@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from assetlake_dagster.delta_sql import is_delta_table, read
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.delta_sql import is_delta_table, read
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import PARTITION_COLUMN, THIS_MARKER, DataTestKind, DataTestSpec
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 

@@ -1,7 +1,7 @@
 """External tables: what a table the SQL reads but no file produces becomes in Dagster.
 
 An observable source asset: its data version is its Delta version, read from the table's
-``_delta_log`` without Spark (on local disk or an object store: :mod:`assetlake_dagster.lake_files`). The watch sensor (:mod:`assetlake_dagster.watch`) records a
+``_delta_log`` without Spark (on local disk or an object store: :mod:`assetlake_dagster.lake.files`). The watch sensor (:mod:`assetlake_dagster.watch`) records a
 new one on every new commit; "Observe" in the UI (or a run selecting the asset) records
 the current one. Being *observable* is what makes Dagster use those observations: the
 asset page shows the version, and a reader that read an older one is marked stale (an
@@ -21,9 +21,9 @@ from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.delta_log import DeltaLog, DeltaLogUnreadableError, TableMetadata
+from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogUnreadableError, TableMetadata
 from assetlake_dagster.io_manager import TABLE_METADATA_KEY
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.materialization import column_schema
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.translator import AssetlakeTranslator

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Optional
 import dagster as dg
 
 from assetlake_dagster.dagster_internals import add_partition_output_metadata, output_run
-from assetlake_dagster.delta_sql import read
-from assetlake_dagster.engine import engine_lost_failure
+from assetlake_dagster.lake.delta_sql import read
+from assetlake_dagster.spark.engine import engine_lost_failure
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake, register_current_view, register_table
+from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.materialization import (
     materialization_metadata,
     partition_row_counts,

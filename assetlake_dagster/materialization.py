@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.delta_sql import read
+from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.schema_history import ColumnShape, next_schema_version
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy

@@ -5,7 +5,7 @@ from typing import Optional
 
 from assetlake_dagster.dagster_internals import time_window_of
 from assetlake_dagster.errors import ConfigError, display_path
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.partitions import partitions_definition
 from assetlake_dagster.spec import PartitionKind, SqlAssetSpec, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for

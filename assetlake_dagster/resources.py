@@ -5,7 +5,7 @@ bundled code location and the ``assetlake`` CLI without any Python):
 
 - ``engine`` (default): the lake's warm shared engine, a local Spark Connect server with
   Delta started on first use and reused by every later process (see
-  :mod:`assetlake_dagster.engine`). No JVM starts in the run's own process.
+  :mod:`assetlake_dagster.spark.engine`). No JVM starts in the run's own process.
 - ``local``: a classic in-process SparkSession (``local[*]`` or ``master``), for Python
   assets that need the classic API (RDDs, ``sparkContext``, the ``DeltaTable`` builder).
 - ``remote``: an existing Spark Connect server (``sc://host:port``); no engine is started.
@@ -13,46 +13,27 @@ bundled code location and the ``assetlake`` CLI without any Python):
 No ``from __future__ import annotations`` here: Dagster introspects resource fields.
 """
 
-import os
-import threading
 from typing import TYPE_CHECKING, Optional
 
 import dagster as dg
 from pydantic import Field
 
-from assetlake_dagster.engine import (
-    EngineState,
-    WarmEngine,
-    default_engine_dir,
-    is_supervisor,
-    new_engine_session,
-    record_session,
-)
-from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake, default_lake_root
-from assetlake_dagster.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
-from assetlake_dagster.spark_session import (
-    DELETION_VECTORS_CONF,
-    apply_session_conf,
-    build_spark_session,
-    connect_session,
-    fail_fast,
-    is_connect_session,
-    new_connect_session,
-    s3_jar_conf,
+from assetlake_dagster.lake.root import Lake, default_lake_root
+from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
+from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
+from assetlake_dagster.spark.install import DELETION_VECTORS_CONF, s3_jar_conf
+from assetlake_dagster.spark.sessions import (
+    LOCAL_MODE,
+    MODE_ENV,
+    SessionSource,
+    release_session,
+    resolve_master,
+    resolve_mode,
+    resolve_remote,
 )
 
 if TYPE_CHECKING:  # PySpark loads with the first session, not with the definitions
     from pyspark.sql import SparkSession
-
-MODE_ENV = "ASSETLAKE_SPARK_MODE"
-MASTER_ENV = "ASSETLAKE_SPARK_MASTER"
-REMOTE_ENV = "ASSETLAKE_SPARK_REMOTE"
-ENGINE_MODE = "engine"
-LOCAL_MODE = "local"
-MODES = (ENGINE_MODE, LOCAL_MODE)
-DEFAULT_MASTER = "local[*]"
-
 
 class SparkDeltaResource(dg.ConfigurableResource):
     """The Spark engine the assets run on, and the lake root their tables live under.
@@ -166,38 +147,47 @@ class SparkDeltaResource(dg.ConfigurableResource):
 
     def resolved_remote(self) -> Optional[str]:
         """The Spark Connect URL in use, if any (``remote``, else ``$ASSETLAKE_SPARK_REMOTE``)."""
-        return self.remote or os.environ.get(REMOTE_ENV) or None
+        return resolve_remote(self.remote)
 
     def resolved_mode(self) -> str:
         """``remote``, ``engine`` or ``local``."""
-        if self.resolved_remote():
-            return "remote"
-        mode = (self.mode or os.environ.get(MODE_ENV) or ENGINE_MODE).strip().lower()
-        if mode not in MODES:
-            source = "mode" if self.mode else MODE_ENV
-            raise ConfigError(f"{source}={mode!r} is not a Spark mode. Use one of: {', '.join(MODES)}.")
-        return mode
+        return resolve_mode(self.mode, self.remote)
 
     def resolved_master(self) -> str:
         """The master URL of the engine or of the in-process session."""
-        return self.master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+        return resolve_master(self.master)
+
+    def sessions(self) -> SessionSource:
+        """Where this resource's sessions come from, resolved from its fields and the environment.
+
+        An in-process driver of an S3 lake without a multi-driver log store is refused when
+        it would start (a second driver could silently lose a commit).
+        """
+        lake = self.lake
+        server_conf = self.server_spark_conf()
+        refusal = None
+        if lake.is_s3 and not has_multi_driver_log_store(server_conf):
+            refusal = single_driver_rule(lake.root, f"{MODE_ENV}={LOCAL_MODE}")
+        return SessionSource(
+            mode=self.resolved_mode(),
+            remote=self.resolved_remote(),
+            master=self.resolved_master(),
+            session_conf=self.effective_spark_conf(),
+            server_conf=server_conf,
+            engine_dir=default_engine_dir(lake.root),
+            warehouse_dir=lake.warehouse_dir,
+            local_root=None if lake.is_url else lake.root,
+            idle_timeout=self.engine_idle_timeout,
+            app_name=self.app_name,
+            local_refusal=refusal,
+        )
 
     def get_session(self) -> "SparkSession":
         """This process's shared SparkSession (created on first use, then reused).
 
         Python assets use it; SQL files each get their own (:meth:`new_session`).
         """
-        mode = self.resolved_mode()
-        if mode == "remote":
-            return connect_session(self.resolved_remote(), self.effective_spark_conf())
-        if mode == LOCAL_MODE:
-            return self._local_session()
-        state = self.engine_state()
-        session = connect_session(state.url)
-        record_session(state, session)  # so the engine interrupts its writes if this process dies
-        fail_fast(session)
-        self._apply_conf(session)
-        return session
+        return self.sessions().get_session()
 
     def new_session(self) -> "SparkSession":
         """A session of its own: its ``SET``s and temp views are seen by no other.
@@ -206,75 +196,18 @@ class SparkDeltaResource(dg.ConfigurableResource):
         :meth:`release_session` when done. In process it is ``newSession()`` of the
         shared one (same JVM, separate SQL settings and temp views).
         """
-        mode = self.resolved_mode()
-        if mode == "remote":
-            session = new_connect_session(self.resolved_remote())
-        elif mode == LOCAL_MODE:
-            session = self._local_session().newSession()
-        else:
-            session = new_engine_session(self.engine_state())
-        self._apply_conf(session)
-        return session
-
-    def _apply_conf(self, session: "SparkSession") -> None:
-        if self.resolved_mode() == "remote":
-            fix = f"Set it on the server ({self.resolved_remote()}) instead."
-        else:
-            fix = "It is a server setting: stop the warm engine with `assetlake engine stop` and the next run starts one with it."
-        apply_session_conf(session, self.effective_spark_conf(), fix=fix)
+        return self.sessions().new_session()
 
     @staticmethod
     def release_session(session: "SparkSession") -> None:
         """Release a session from :meth:`new_session` (a no-op in process: stopping a
         classic session would stop the shared JVM)."""
-        if is_connect_session(session):
-            try:
-                session.stop()
-            except Exception:  # noqa: BLE001 - a session on a lost server is gone anyway
-                pass
+        release_session(session)
 
     def engine(self) -> WarmEngine:
         """The warm engine of this resource's lake (not started until used)."""
-        lake = self.lake
-        return WarmEngine(
-            default_engine_dir(lake.root),
-            master=self.resolved_master(),
-            idle_timeout=self.engine_idle_timeout,
-            spark_conf=self.server_spark_conf(),
-            warehouse_dir=lake.warehouse_dir,
-        )
+        return self.sessions().engine()
 
     def engine_state(self) -> EngineState:
         """The running warm engine of this lake, started (or replaced) if needed."""
-        engine = self.engine()
-        if not self.lake.is_url:
-            os.makedirs(self.lake.root, exist_ok=True)
-        with _engine_lock:
-            known = _engines.get(engine.state_dir)
-            # Cheap path for a process that already checked this engine: same state file,
-            # supervisor alive. A new or changed engine is probed (ensure).
-            if known is not None and engine.read_state() == known and is_supervisor(known.supervisor_pid):
-                engine.hold_lease()
-                return known
-            state = engine.ensure()
-            _engines[engine.state_dir] = state
-            return state
-
-    def _local_session(self) -> "SparkSession":
-        lake = self.lake
-        conf = self.server_spark_conf()
-        if not lake.is_url:
-            os.makedirs(lake.root, exist_ok=True)
-        elif lake.is_s3 and not has_multi_driver_log_store(conf):
-            raise ConfigError(single_driver_rule(lake.root, f"{MODE_ENV}=local"))
-        return build_spark_session(
-            master=self.resolved_master(),
-            app_name=self.app_name,
-            spark_conf=conf,
-            warehouse_dir=lake.warehouse_dir,
-        )
-
-
-#: Engines this process has checked, by state folder.
-_engines: dict[str, EngineState] = {}
-_engine_lock = threading.Lock()
+        return self.sessions().engine_state()

@@ -15,16 +15,16 @@ import dagster as dg
 from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.data_tests import blocking_failures, evaluate_run
 from assetlake_dagster.errors import display_path
-from assetlake_dagster.lake import ensure_schema, register_table
+from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spark_session import local_checkpoint
+from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import SqlAssetSpec, TableUri
 from assetlake_dagster.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
-from assetlake_dagster.writes.commit import current_version
+from assetlake_dagster.lake.versions import current_version
 
 UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
 

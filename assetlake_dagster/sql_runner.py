@@ -15,15 +15,16 @@ from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.partitions import PartitionSlice, event_time_range, with_event_time_partitions, with_partition_key
-from assetlake_dagster.lake import Lake, is_history_table, register_current_view, register_table
-from assetlake_dagster.spark_session import is_connect_session
+from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.lake.registration import is_history_table, register_current_view, register_table
+from assetlake_dagster.spark.session import is_connect_session
 from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
     SqlAssetSpec,
     SqlStatement,
     TableUri,
 )
-from assetlake_dagster.writes.commit import current_version
+from assetlake_dagster.lake.versions import current_version
 
 _TEMP_VIEW_RE = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+VIEW\s+"

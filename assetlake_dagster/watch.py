@@ -4,7 +4,7 @@ triggers the SQL assets that read it.
 A table the project's SQL reads but no file produces is an external asset. Every tick
 (``minimum_interval_seconds``, default 30 s, or ``$ASSETLAKE_WATCH_INTERVAL_S``) the sensor
 lists each such table's ``_delta_log`` once and parses only the commits after the version
-it saw last (:mod:`assetlake_dagster.delta_log`; no Spark), on local disk or on an object
+it saw last (:mod:`assetlake_dagster.lake.delta_log`; no Spark), on local disk or on an object
 store (``s3a://``: one ``ListObjectsV2`` per table and tick, a ``GET`` per new commit). For
 a table with new commits it:
 
@@ -73,17 +73,10 @@ from zoneinfo import ZoneInfo
 import dagster as dg
 
 from assetlake_dagster.dagster_internals import DATA_VERSION_TAG, partition_keys_starting_in, time_window_of
-from assetlake_dagster.delta_log import (
-    Commit,
-    DeltaLog,
-    DeltaLogError,
-    DeltaLogExpiredError,
-    DeltaTableMissingError,
-    PartitionValues,
-)
+from assetlake_dagster.lake.delta_log import Commit, DeltaLog, DeltaLogError, DeltaLogExpiredError, DeltaTableMissingError, PartitionValues
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.external import catalog_metadata
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.project import Project
 from assetlake_dagster.spec import TableUri

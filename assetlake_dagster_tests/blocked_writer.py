@@ -20,7 +20,7 @@ import traceback
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from assetlake_dagster.spark_session import build_spark_session
+from assetlake_dagster.spark.session import build_spark_session
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 

@@ -71,7 +71,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_sessionfinish(session, exitstatus):
     """Stop this process's warm engine at its end (each xdist worker has its own)."""
-    from assetlake_dagster.engine import WarmEngine
+    from assetlake_dagster.spark.engine import WarmEngine
 
     state_dir = os.environ["ASSETLAKE_ENGINE_DIR"]
     WarmEngine(state_dir).stop()
@@ -82,7 +82,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from assetlake_dagster.spark_session import build_spark_session
+    from assetlake_dagster.spark.session import build_spark_session
 
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = build_spark_session(master="local[2]", warehouse_dir=str(warehouse))

@@ -36,7 +36,7 @@ fi
 
 # The Delta jars must match the installed delta-spark exactly.
 delta_version=$(.venv/bin/python -c 'from importlib.metadata import version; print(version("delta-spark"))')
-jars_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark_session import delta_jars_dir; print(delta_jars_dir())')
+jars_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark.install import delta_jars_dir; print(delta_jars_dir())')
 for artifact in "io.delta:delta-spark_2.13:${delta_version}" "io.delta:delta-storage:${delta_version}"; do
   name=$(echo "$artifact" | cut -d: -f2)
   if [ ! -f "$jars_dir/${name}-${delta_version}.jar" ]; then
@@ -53,8 +53,8 @@ done
 # version that Hadoop release was built with (its hadoop-project POM names it).
 case ",$with," in
   *,s3,*)
-    hadoop_version=$(.venv/bin/python -c 'from assetlake_dagster.spark_session import hadoop_version; print(hadoop_version())')
-    s3_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark_session import s3_jars_dir; print(s3_jars_dir())')
+    hadoop_version=$(.venv/bin/python -c 'from assetlake_dagster.spark.install import hadoop_version; print(hadoop_version())')
+    s3_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark.install import s3_jars_dir; print(s3_jars_dir())')
     if ! ls "$s3_dir"/hadoop-aws-*.jar "$s3_dir"/bundle-*.jar >/dev/null 2>&1; then
       mkdir -p "$s3_dir"
       mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-aws:${hadoop_version}:jar" -DoutputDirectory="$s3_dir"
@@ -70,7 +70,7 @@ case ",$with," in
     ;;
 esac
 
-# Spark Connect (SparkDeltaResource(remote=...), python -m assetlake_dagster.connect_server):
+# Spark Connect (SparkDeltaResource(remote=...), python -m assetlake_dagster.spark.connect_server):
 # pyspark ships the server (jars/spark-connect_2.13-*.jar) and it needs only the Delta jars
 # above, because assetlake drives Delta through SQL rather than the Delta Connect plugin.
 # The client packages come with the `connect` extra, part of `test`.
@@ -84,10 +84,10 @@ except ImportError as exc:
 if not glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-connect_2.13-*.jar")):
     sys.exit("setup: this pyspark has no Spark Connect server jar (jars/spark-connect_2.13-*.jar)")
 PY
-# The class-data archive of Spark's JVM (assetlake_dagster/jvm_archive.py): each Spark start
+# The class-data archive of Spark's JVM (assetlake_dagster/spark/jvm_archive.py): each Spark start
 # after it maps the classes it would otherwise load and verify (about a fifth less CPU).
 # Built once per Java/PySpark/Delta install (~50 s); without it Spark starts as before.
-if ! archive=$(SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m assetlake_dagster.jvm_archive); then
+if ! archive=$(SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m assetlake_dagster.spark.jvm_archive); then
   archive="setup: the JVM archive could not be built; Spark starts without it"
   echo "$archive" >&2
 fi

@@ -26,7 +26,7 @@ import pandas as pd
 
 from assetlake_dagster.demo.project.sources import DAYS, FIRST_DAY, order_rows
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.writes.slices import OPTIMIZED_WRITE
 

@@ -23,14 +23,8 @@ from assetlake_dagster.writes.base import (
     slice_rows,
     staged_scope_text,
 )
-from assetlake_dagster.writes.commit import (
-    WriteResult,
-    WriteTarget,
-    current_version,
-    first_write_cleanup,
-    no_commit,
-    result_from_history,
-)
+from assetlake_dagster.writes.commit import WriteResult, WriteTarget, first_write_cleanup, no_commit, result_from_history
+from assetlake_dagster.lake.versions import current_version
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame, SparkSession

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from assetlake_dagster.delta_sql import is_delta_table, read, table_schema
+from assetlake_dagster.lake.delta_sql import is_delta_table, read, table_schema
 from assetlake_dagster.errors import WriteError
 from assetlake_dagster.spec import PARTITION_COLUMN, RESERVED_COLUMNS, MaterializeSpec, WriteStrategy, is_identifier
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget

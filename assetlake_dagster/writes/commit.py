@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
-from assetlake_dagster import delta_log
-from assetlake_dagster.delta_sql import history_rows, session_conf
-from assetlake_dagster.spark_session import is_connect_session
+from assetlake_dagster.lake import delta_log
+from assetlake_dagster.lake.delta_sql import history_rows, session_conf
+from assetlake_dagster.lake.versions import current_version, reads_log_here
+from assetlake_dagster.spark.session import is_connect_session
 from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
@@ -181,21 +182,6 @@ class WriteResult:
     rows_written: int = 0
 
 
-def current_version(spark: SparkSession, path: str) -> Optional[int]:
-    """The table's latest version, or ``None`` when there is no table yet.
-
-    Read from the log's listing when this process sees the table's folder
-    (:func:`reads_log_here`), else with ``DESCRIBE HISTORY`` (2 Spark jobs).
-    """
-    if reads_log_here(path):
-        try:
-            return delta_log.latest_version(path)
-        except delta_log.DeltaTableMissingError:
-            return None
-    rows = history_rows(spark, path, 1, "version")
-    return int(rows[0]["version"]) if rows else None
-
-
 def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> Optional[dict]:
     """The newest history entry whose ``userMetadata`` matches ``stamp``, as a dict.
 
@@ -212,17 +198,6 @@ def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> O
         if stamp.matches(row["userMetadata"]):
             return row.asDict(recursive=True)
     return None
-
-
-def reads_log_here(path: str) -> bool:
-    """Whether this process reads the Delta log of ``path`` from its own disk.
-
-    Yes for a local path whose schema folder exists here: a classic session writes there,
-    and a Spark Connect server of a local lake sees the same folder at the same path (as
-    ``SparkDeltaResource`` requires). Reading the log's few small files directly costs no
-    Spark job; ``DESCRIBE HISTORY`` costs two (0.2-0.7 s per call, several per write).
-    """
-    return not _URL.match(path) and os.path.isdir(os.path.dirname(os.path.normpath(path)))
 
 
 def _find_stamped_commit_in_log(path: str, stamp: CommitStamp) -> Optional[dict]:
@@ -399,7 +374,7 @@ def remove_uncommitted_table(path: str, exc: Optional[BaseException] = None) -> 
     checksum, ``_last_checkpoint``, a staged commit) keeps the folder; so does a lost engine (``exc``). Returns
     whether the folder was removed.
     """
-    from assetlake_dagster.engine import is_engine_lost
+    from assetlake_dagster.spark.engine import is_engine_lost
 
     if exc is not None and is_engine_lost(exc):
         return False

@@ -29,8 +29,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
-from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spark_session import local_checkpoint, persist_rows, release_checkpoint
+from assetlake_dagster.lake.delta_sql import path_identifier, read
+from assetlake_dagster.spark.session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import (
     HISTORY_COLUMNS,
     IS_CURRENT,
@@ -47,15 +47,8 @@ from assetlake_dagster.writes.base import (
     delta_schema,
     slice_rows,
 )
-from assetlake_dagster.writes.commit import (
-    WriteResult,
-    WriteTarget,
-    current_version,
-    no_commit,
-    result_from_history,
-    stamped_session,
-    table_lock,
-)
+from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session, table_lock
+from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.sql import (
     SOURCE_ALIAS,
     TARGET_ALIAS,

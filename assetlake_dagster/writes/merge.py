@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Optional
 
-from assetlake_dagster.delta_sql import path_identifier, read
-from assetlake_dagster.spark_session import local_checkpoint, persist_rows, release_checkpoint
+from assetlake_dagster.lake.delta_sql import path_identifier, read
+from assetlake_dagster.spark.session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.writes.base import (
     WritePlan,
@@ -31,14 +31,8 @@ from assetlake_dagster.writes.base import (
     slice_rows,
     staged_scope_text,
 )
-from assetlake_dagster.writes.commit import (
-    WriteResult,
-    WriteTarget,
-    current_version,
-    no_commit,
-    result_from_history,
-    stamped_session,
-)
+from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session
+from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster.writes.sql import (
     SOURCE_ALIAS,

@@ -15,9 +15,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from assetlake_dagster import delta_log
-from assetlake_dagster.delta_sql import history_rows
-from assetlake_dagster.writes.commit import STAMP_TAG, reads_log_here
+from assetlake_dagster.lake import delta_log
+from assetlake_dagster.lake.delta_sql import history_rows
+from assetlake_dagster.writes.commit import STAMP_TAG
+from assetlake_dagster.lake.versions import reads_log_here
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,13 +18,8 @@ from assetlake_dagster.writes.base import (
     check_schema_compatible,
     delta_schema,
 )
-from assetlake_dagster.writes.commit import (
-    WriteResult,
-    WriteTarget,
-    current_version,
-    first_write_cleanup,
-    result_from_history,
-)
+from assetlake_dagster.writes.commit import WriteResult, WriteTarget, first_write_cleanup, result_from_history
+from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.slices import OPTIMIZED_WRITE, partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions

@@ -9,7 +9,7 @@ import os
 
 import dagster as dg
 
-from assetlake_dagster.delta_sql import read
+from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster_tests.helpers import PROJECTS, run_cli
 
 PROJECT = os.path.join(PROJECTS, "arguments")

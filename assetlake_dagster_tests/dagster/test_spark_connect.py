@@ -1,7 +1,7 @@
 """Layer 4/5 over Spark Connect: Dagster runs against a real local Spark Connect server.
 
 The server is the suite's warm engine (its own JVM, PySpark's Spark Connect server with the
-Delta jars, :mod:`assetlake_dagster.engine`) named as a remote URL, as
+Delta jars, :mod:`assetlake_dagster.spark.engine`) named as a remote URL, as
 ``ASSETLAKE_SPARK_REMOTE`` would; this process holds only Connect client sessions, beside
 the classic session other modules use. Never skipped: if the server cannot start, the
 fixture fails with the server's log tail.
@@ -17,13 +17,13 @@ import deltalake
 import pytest
 
 from assetlake_dagster.build import build_definitions
-from assetlake_dagster.engine import EngineError
+from assetlake_dagster.spark.engine import EngineError
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.io_manager import DeltaIOManager, managed_write
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spark_session import connect_session, is_connect_session, local_checkpoint, release_checkpoint
+from assetlake_dagster.spark.session import connect_session, is_connect_session, local_checkpoint, release_checkpoint
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
@@ -528,7 +528,8 @@ def test_registering_a_table_over_spark_connect_reads_none_of_its_rows(remote, l
     # spark.catalog.createTable over Spark Connect also fetched the table's rows to the
     # client: a first write of 8M+ rows failed after its commit (TaskResultLost). With its
     # data files gone, any read of the rows fails, while registering reads only the log.
-    from assetlake_dagster.lake import Lake, forget_registrations, register_table
+    from assetlake_dagster.lake.root import Lake
+    from assetlake_dagster.lake.registration import forget_registrations, register_table
     from assetlake_dagster.spec import TableUri
 
     _, spark = remote

@@ -22,9 +22,9 @@ from deltalake import DeltaTable, write_deltalake
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.project import load_project
-from assetlake_dagster.storage import S3Settings
+from assetlake_dagster.lake.storage import S3Settings
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import WATCH_INTERVAL_ENV, WATCH_SENSOR_NAME, WATCH_TAG, build_watch_sensor
 from assetlake_dagster_tests.s3_server import bucket_in_env

@@ -18,7 +18,7 @@ import time
 import dagster as dg
 
 from assetlake_dagster.build import build_definitions
-from assetlake_dagster.delta_sql import read
+from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster_tests.helpers import (
     DEMO_KEYS,

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from assetlake_dagster.engine import WarmEngine, local_table_version
+from assetlake_dagster.spark.engine import WarmEngine, local_table_version
 from assetlake_dagster_tests.helpers import SHORT_LIVED_JVM, alive, cli_env
 
 
@@ -189,7 +189,7 @@ def test_a_run_that_loses_its_engine_fails_clearly_and_the_table_stays(env, tmp_
 
 LOSE_REMOTE = """
     import json, os, signal
-    from assetlake_dagster.engine import WarmEngine
+    from assetlake_dagster.spark.engine import WarmEngine
     from assetlake_dagster.resources import SparkDeltaResource
 
     state = WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).read_state()
@@ -244,8 +244,8 @@ def test_a_materialization_runs_on_a_standalone_spark_cluster_with_its_lake_in_a
     the lake is in a bucket (moto's S3 server): what a cluster needs, since its executors
     share no local disk with the driver. The executors get S3A's jars from the driver and
     their credentials from the worker's environment, as on a real cluster."""
-    from assetlake_dagster.connect_server import free_port
-    from assetlake_dagster.storage import S3Settings
+    from assetlake_dagster.spark.connect_server import free_port
+    from assetlake_dagster.lake.storage import S3Settings
     from assetlake_dagster_tests.s3_server import running_s3_server
 
     port, log_path = free_port(), tmp_path / "cluster.log"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import deltalake
 import pytest
 
-from assetlake_dagster.engine import WarmEngine
-from assetlake_dagster.storage import S3Settings
+from assetlake_dagster.spark.engine import WarmEngine
+from assetlake_dagster.lake.storage import S3Settings
 from assetlake_dagster_tests.blocked_writer import (
     EXPECTED_AFTER_NEXT,
     NEW_NAME,

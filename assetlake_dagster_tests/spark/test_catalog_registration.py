@@ -3,7 +3,8 @@ root, or whose files were deleted, is re-pointed, never an error and never a dat
 
 import shutil
 
-from assetlake_dagster.lake import Lake, register_table
+from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.lake.registration import register_table
 from assetlake_dagster.spec import TableUri
 
 URI = TableUri("reg", "t")
@@ -39,7 +40,7 @@ def test_the_registration_cache_goes_with_its_session(spark, tmp_path):
     session must not outlive it (it grew by one entry per run and table)."""
     import gc
 
-    from assetlake_dagster import lake as lake_module
+    from assetlake_dagster.lake import registration as lake_module
 
     lake = Lake(str(tmp_path / "lake"))
     _write(spark, lake, 1)

@@ -165,6 +165,7 @@ def test_any_dollar_text_round_trips_through_a_merge(spark, tmp_path_factory, ke
 def test_the_log_files_and_describe_history_give_the_same_commit_and_version(spark, lake_root, monkeypatch):
     """A local table's stamped commit and version are read from its log files (no Spark job);
     the DESCRIBE HISTORY path (object stores, remote servers) must find the very same."""
+    from assetlake_dagster.lake import versions
     from assetlake_dagster.writes import commit
 
     path = f"{lake_root}/s/both_ways"
@@ -174,12 +175,13 @@ def test_the_log_files_and_describe_history_give_the_same_commit_and_version(spa
                              stamp=stamp, key=("id",))
         strategy_for(WriteStrategy.MERGE).write(spark, spark.createDataFrame([(1, f"v{i}"), (i + 2, "x")], SCHEMA), target)
     missing = f"{lake_root}/s/never_written"
-    assert commit.reads_log_here(path)
-    from_log = ([find_stamped_commit(spark, path, s) for s in stamps], commit.current_version(spark, path),
-                commit.current_version(spark, missing), find_stamped_commit(spark, missing, stamps[0]))
-    monkeypatch.setattr(commit, "reads_log_here", lambda path: False)
-    from_sql = ([find_stamped_commit(spark, path, s) for s in stamps], commit.current_version(spark, path),
-                commit.current_version(spark, missing), find_stamped_commit(spark, missing, stamps[0]))
+    assert versions.reads_log_here(path)
+    from_log = ([find_stamped_commit(spark, path, s) for s in stamps], versions.current_version(spark, path),
+                versions.current_version(spark, missing), find_stamped_commit(spark, missing, stamps[0]))
+    for module in (commit, versions):
+        monkeypatch.setattr(module, "reads_log_here", lambda path: False)
+    from_sql = ([find_stamped_commit(spark, path, s) for s in stamps], versions.current_version(spark, path),
+                versions.current_version(spark, missing), find_stamped_commit(spark, missing, stamps[0]))
     assert from_log == from_sql
     assert [e["version"] for e in from_log[0]] == [0, 1, 2] and from_log[1] == 2
     assert [e["operation"] for e in from_log[0]] == ["WRITE", "MERGE", "MERGE"]

@@ -4,7 +4,7 @@ quotes, commas, spaces and injection payloads in a value match only themselves."
 from assetlake_dagster.annotations import parse_header
 from assetlake_dagster.data_tests import run_test
 from assetlake_dagster.errors import SourceText
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import DataTestKind, DataTestSpec
 
 TRICKY = ("it's", 'say "hi"', "a,b", "two words", " padded ", "x' OR '1'='1", "a\\' OR 1=1 --", "'); DROP TABLE t; --")

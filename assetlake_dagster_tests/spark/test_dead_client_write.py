@@ -24,7 +24,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from assetlake_dagster.engine import WarmEngine, local_table_version
+from assetlake_dagster.spark.engine import WarmEngine, local_table_version
 from assetlake_dagster_tests.big_append_writer import table_path
 from assetlake_dagster_tests.helpers import REPO, cli_env
 

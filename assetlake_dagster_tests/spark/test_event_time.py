@@ -119,7 +119,8 @@ def test_the_range_of_a_batch_spans_its_windows():
 def test_a_quarter_with_event_time_is_one_query_with_one_scan(spark, lake_root):
     """91 daily partitions: one SELECT over the range (no union), the source scanned once,
     each row in its own day; without event_time= the same batch is a union of 91 scans."""
-    from assetlake_dagster.lake import Lake, register_table
+    from assetlake_dagster.lake.root import Lake
+    from assetlake_dagster.lake.registration import register_table
     from assetlake_dagster.project import parse_file
     from assetlake_dagster.spec import TableUri
     from assetlake_dagster.sql_runner import run_sql_slices

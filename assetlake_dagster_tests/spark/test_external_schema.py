@@ -15,9 +15,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from assetlake_dagster.delta_log import read_metadata
+from assetlake_dagster.lake.delta_log import read_metadata
 from assetlake_dagster.external import delta_column_schema, external_table_asset
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.translator import AssetlakeTranslator
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pyspark
 
-from assetlake_dagster.jvm_archive import archive_path
+from assetlake_dagster.spark.install import archive_path
 
 
 def test_setup_built_the_archive_and_spark_submits_jvm_maps_it_from_any_folder(tmp_path):

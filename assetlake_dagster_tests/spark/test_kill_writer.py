@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from assetlake_dagster.delta_sql import history
+from assetlake_dagster.lake.delta_sql import history
 from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.writes import strategy_for
 from assetlake_dagster_tests.blocked_writer import (

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from assetlake_dagster.delta_sql import read
+from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.materialization import (
     PREVIEW_ROWS,
     committed_row_count,

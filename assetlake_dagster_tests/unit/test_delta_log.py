@@ -8,16 +8,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from assetlake_dagster.delta_log import (
-    Commit,
-    DeltaLog,
-    DeltaLogError,
-    DeltaLogExpiredError,
-    DeltaLogUnreadableError,
-    DeltaTableMissingError,
-    latest_version,
-    read_commits,
-)
+from assetlake_dagster.lake.delta_log import Commit, DeltaLog, DeltaLogError, DeltaLogExpiredError, DeltaLogUnreadableError, DeltaTableMissingError, latest_version, read_commits
 
 
 def orders(*days, amount=1.0):

@@ -11,19 +11,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from assetlake_dagster.delta_log import (
-    Commit,
-    DeltaLog,
-    DeltaLogExpiredError,
-    DeltaLogUnreadableError,
-    DeltaTableMissingError,
-    latest_version,
-)
+from assetlake_dagster.lake.delta_log import Commit, DeltaLog, DeltaLogExpiredError, DeltaLogUnreadableError, DeltaTableMissingError, latest_version
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake
-from assetlake_dagster.lake_files import StoreFiles, lake_files, store_path
+from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.lake.files import StoreFiles, lake_files, store_path
 from assetlake_dagster.spec import TableUri
-from assetlake_dagster.storage import S3Settings
+from assetlake_dagster.lake.storage import S3Settings
 from assetlake_dagster_tests.s3_server import bucket_in_env
 
 BUCKET = "lake"

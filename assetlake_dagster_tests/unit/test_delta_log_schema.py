@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from assetlake_dagster.delta_log import DeltaLog, DeltaLogUnreadableError, read_metadata
+from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogUnreadableError, read_metadata
 from assetlake_dagster.external import delta_column_schema
 
 

@@ -6,10 +6,10 @@ import re
 import pyspark
 import pytest
 
-from assetlake_dagster import jvm_archive
-from assetlake_dagster.connect_server import server_command
-from assetlake_dagster.jvm_archive import JAVA_OPTIONS_CONF, archive_path, with_archive
-from assetlake_dagster.spark_session import delta_version
+from assetlake_dagster.spark import jvm_archive
+from assetlake_dagster.spark.connect_server import server_command
+from assetlake_dagster.spark.install import JAVA_OPTIONS_CONF, archive_path, with_archive
+from assetlake_dagster.spark.install import delta_version
 
 
 @pytest.fixture

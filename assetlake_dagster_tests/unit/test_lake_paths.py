@@ -7,7 +7,7 @@ import os
 import pytest
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import TableUri
 
 

@@ -3,11 +3,11 @@ and the S3A jars' message (no Spark, no server: these are decided before either 
 
 import pytest
 
-from assetlake_dagster.engine import default_engine_dir
+from assetlake_dagster.spark.engine import default_engine_dir
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.storage import MULTI_DRIVER_LOG_STORE, S3Settings
+from assetlake_dagster.lake.storage import MULTI_DRIVER_LOG_STORE, S3Settings
 
 
 def test_the_standard_aws_variables_configure_s3a_delta_rs_and_pyarrow_alike():

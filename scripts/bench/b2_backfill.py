@@ -130,7 +130,7 @@ def product_run(spark, lake, spec, keys: list[str], steps: Optional[dict] = None
     when given, each step's seconds and Spark jobs are added to it (the untimed profile)."""
     from assetlake_dagster.dagster_internals import time_window_of
     from assetlake_dagster.io_manager import with_partition_column
-    from assetlake_dagster.lake import register_table
+    from assetlake_dagster.lake.registration import register_table
     from assetlake_dagster.lineage_metadata import column_lineage_metadata
     from assetlake_dagster.materialization import materialization_metadata, partition_row_counts
     from assetlake_dagster.partitions import PartitionSlice, partitions_definition
@@ -276,7 +276,8 @@ def run(spark, workdir: str, days: int = 365, rows_per_day: int = 10_000, reps: 
 
 
 def _run(spark, workdir: str, days: int, rows_per_day: int, reps: int, anchor_reps: int) -> dict:
-    from assetlake_dagster.lake import Lake, register_table
+    from assetlake_dagster.lake.root import Lake
+    from assetlake_dagster.lake.registration import register_table
     from assetlake_dagster.project import parse_file
     from assetlake_dagster.spec import TableUri
 

@@ -1,6 +1,6 @@
 """What every write benchmark of ``BENCHMARKS.md`` shares (scripts/bench/, run by scripts/bench.sh).
 
-* one local Spark + Delta session for the whole run (``assetlake_dagster.spark_session``, the
+* one local Spark + Delta session for the whole run (``assetlake_dagster.spark.session``, the
   product's own builder; dbt-spark in ``method: session`` mode picks up the same session);
 * deterministic generated data (no random generator: row ``i``'s values are arithmetic in ``i``,
   and which rows change is a bijective scramble ``(i * P + seed) mod n``, so the counts are exact);
@@ -44,7 +44,7 @@ def progress(message: str) -> None:
 def spark_session(workdir: str, cores: int = 2):
     """The run's one SparkSession: the product's builder (Delta jars, embedded defaults)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from assetlake_dagster.spark_session import build_spark_session
+    from assetlake_dagster.spark.session import build_spark_session
 
     warehouse = os.path.join(workdir, "warehouse")
     os.makedirs(warehouse, exist_ok=True)

@@ -7,7 +7,7 @@ write took 33-39 CPU-seconds, 25-30 with the archive). A dynamic class-data-shar
 JVM maps instead.
 
 ``scripts/setup.sh`` builds it once per Java, PySpark and Delta install
-(``python -m assetlake_dagster.jvm_archive``, about 50 s): it starts a Spark Connect
+(``python -m assetlake_dagster.spark.jvm_archive``, about 50 s): it starts a Spark Connect
 server as the warm engine does, runs Delta writes, a merge and reads through it, and stops
 it, which writes the archive of every class the server loaded. From then on each JVM that
 assetlake starts on this machine (the warm engine, ``connect_server``, the in-process
@@ -26,82 +26,26 @@ Building an archive removes the install's earlier ones.
 
 Example::
 
-    python -m assetlake_dagster.jvm_archive            # build it if missing
-    python -m assetlake_dagster.jvm_archive --force    # build it again
+    python -m assetlake_dagster.spark.jvm_archive            # build it if missing
+    python -m assetlake_dagster.spark.jvm_archive --force    # build it again
 """
 
 import argparse
 import contextlib
-import hashlib
 import os
-import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Optional
 
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.spark_session import delta_version, pyspark_home
-
-ARCHIVE_ENV = "ASSETLAKE_JVM_ARCHIVE"
-JAVA_OPTIONS_CONF = "spark.driver.extraJavaOptions"
-#: The JVM's own notes on the archive (a class it skips, a class path that does not match)
-#: are not the user's business: the archive is an optimisation, and the JVM runs without it.
-_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+from assetlake_dagster.spark.connect_server import free_port, start_connect_server
+from assetlake_dagster.spark.install import ARCHIVE_ENV, JAVA_OPTIONS_CONF, QUIET_ARCHIVE_OPTIONS, archive_path, default_archive_folder
+from assetlake_dagster.spark.session import new_connect_session
 
 
 class JvmArchiveError(AssetlakeError):
     """The archive could not be built (the message ends with the server's log tail)."""
-
-
-def archive_path(spark_home: Optional[str] = None) -> Optional[str]:
-    """The archive file of a Spark install (existing or not); ``None`` when turned off.
-
-    Args:
-        spark_home: the install's folder (the one holding ``jars/``); PySpark's by default,
-            the one assetlake's JVMs run.
-
-    Example:
-        >>> archive_path()  # doctest: +SKIP
-        '/home/ann/.cache/assetlake/jvm/spark-4.0.1-delta-4.0.1-home-5d41402a-build-3f2a9c81d0e4.jsa'
-    """
-    chosen = os.environ.get(ARCHIVE_ENV, "").strip()
-    if chosen.lower() == "off":
-        return None
-    if chosen:
-        return os.path.abspath(os.path.expanduser(chosen))
-    from pyspark import __version__ as pyspark_version
-
-    home = os.path.realpath(spark_home or pyspark_home())
-    name = f"{_install_prefix(pyspark_version, home)}{_build_id(home)}.jsa"
-    return os.path.join(_default_folder(), name)
-
-
-def _default_folder() -> str:
-    return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jvm")
-
-
-def _install_prefix(pyspark_version: str, home: str) -> str:
-    home_id = hashlib.sha256(home.encode()).hexdigest()[:8]
-    return f"spark-{pyspark_version}-delta-{delta_version()}-home-{home_id}-build-"
-
-
-def with_archive(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` for a JVM started on this machine, mapping the archive when there is one.
-
-    The archive's options go first in ``spark.driver.extraJavaOptions``, so options of the
-    caller's own (another ``-XX:SharedArchiveFile`` included) come later and win.
-
-    Example:
-        >>> with_archive({"spark.driver.extraJavaOptions": "-Dx=1"})  # doctest: +SKIP
-        {'spark.driver.extraJavaOptions': '-XX:SharedArchiveFile=/home/ann/.cache/... -Dx=1'}
-    """
-    own = conf.get(JAVA_OPTIONS_CONF, "").strip()
-    path = archive_path()
-    if path is None or not os.path.isfile(path) or "-XX:ArchiveClassesAtExit" in own:
-        return dict(conf)  # none, or this JVM writes one (it may not map one then)
-    options = f"-XX:SharedArchiveFile={path} {_QUIET}"
-    return {**conf, JAVA_OPTIONS_CONF: f"{options} {own}".strip()}
 
 
 def build(path: Optional[str] = None, *, force: bool = False) -> Optional[str]:
@@ -134,7 +78,7 @@ def _remove_earlier_builds(path: str) -> None:
     Only in the default folder: a file named with ``ASSETLAKE_JVM_ARCHIVE`` replaces nothing.
     """
     folder, name = os.path.split(path)
-    if folder != _default_folder() or "-build-" not in name:
+    if folder != default_archive_folder() or "-build-" not in name:
         return
     prefix = name[: name.rindex("-build-") + len("-build-")]
     for other in os.listdir(folder):
@@ -146,11 +90,8 @@ def _remove_earlier_builds(path: str) -> None:
 
 def _write(partial: str) -> None:
     """Run the workload in a server that writes its archive to ``partial`` as it exits."""
-    from assetlake_dagster.connect_server import free_port, start_connect_server
-    from assetlake_dagster.spark_session import new_connect_session
-
     with tempfile.TemporaryDirectory(prefix="assetlake-jvm-archive-") as tmp:
-        conf = {JAVA_OPTIONS_CONF: f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
+        conf = {JAVA_OPTIONS_CONF: f"-XX:ArchiveClassesAtExit={partial} {QUIET_ARCHIVE_OPTIONS}"}
         server = start_connect_server(
             free_port(), master="local[2]", spark_conf=conf, warehouse_dir=os.path.join(tmp, "warehouse"),
             log_path=os.path.join(tmp, "server.log"),
@@ -182,33 +123,8 @@ def _workload(spark, lake: str) -> None:
     spark.createDataFrame([(1, "x")], "id INT, v STRING").write.format("delta").save(f"{lake}/df")
 
 
-def _build_id(home: str) -> str:
-    """Identifies what the JVM checks an archive against, hashed: the ``java`` Spark's launcher
-    runs (``$JAVA_HOME/bin/java``, else the one on ``PATH``: its real path, size and time) and
-    the install's jars (names, sizes and times)."""
-    parts = [f"java:{_file_stamp(_java())}"]
-    with contextlib.suppress(OSError), os.scandir(os.path.join(home, "jars")) as jars:
-        # One listing: the install's folder is already a real path, and its jars are files.
-        stats = sorted((jar.name, jar.stat()) for jar in jars)
-        parts += [f"{name}:{st.st_size}:{st.st_mtime_ns}" for name, st in stats]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
-
-
-def _java() -> Optional[str]:
-    java_home = os.environ.get("JAVA_HOME")
-    return os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
-
-
-def _file_stamp(path: Optional[str]) -> str:
-    if not path or not os.path.exists(path):
-        return "none"
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m assetlake_dagster.jvm_archive [--force]``: build the archive if missing."""
+    """``python -m assetlake_dagster.spark.jvm_archive [--force]``: build the archive if missing."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--force", action="store_true", help="build it again even if it exists")
     args = parser.parse_args(argv)

@@ -3,7 +3,7 @@
 The watch sensor (:mod:`assetlake_dagster.watch`) calls this every tick for every external
 table, so it lists the log folder once and parses only the commit files it is asked for.
 The table may be on local disk or on an object store (``s3a://bucket/lake/s/t``): every
-file is reached through :mod:`assetlake_dagster.lake_files` (``os`` locally, ``pyarrow.fs``
+file is reached through :mod:`assetlake_dagster.lake.files` (``os`` locally, ``pyarrow.fs``
 on a store), and an object store's missing prefix is a missing table, as a missing folder is.
 
 The Delta protocol facts it relies on (``PROTOCOL.md`` of ``delta-io/delta``):
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.lake_files import LOG_FOLDER, LakeFiles, LocalFiles, lake_files
+from assetlake_dagster.lake.files import LOG_FOLDER, LakeFiles, LocalFiles, lake_files
 LAST_CHECKPOINT_FILE = "_last_checkpoint"
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(\.\d{10}\.\d{10}|\.[0-9A-Za-z-]+)?\.(parquet|json)$")
@@ -227,7 +227,7 @@ class DeltaLog:
             table_path: the table's folder, or its URL (``s3a://bucket/lake/s/t``).
             files: the storage to read it from; ``None``: the one ``table_path`` names (an
                 S3 URL then uses the standard AWS variables). A lake passes its own
-                (:attr:`Lake.files <assetlake_dagster.lake.Lake.files>`).
+                (:attr:`Lake.files <assetlake_dagster.lake.root.Lake.files>`).
 
         Raises:
             DeltaTableMissingError: no ``_delta_log`` folder (on a store: no object under
@@ -239,7 +239,7 @@ class DeltaLog:
             >>> DeltaLog.open("/no/such/table")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            assetlake_dagster.delta_log.DeltaTableMissingError: no Delta table at /no/such/table: ...
+            assetlake_dagster.lake.delta_log.DeltaTableMissingError: no Delta table at /no/such/table: ...
         """
         files = files if files is not None else lake_files(table_path)
         log_dir = files.join(table_path, LOG_FOLDER)

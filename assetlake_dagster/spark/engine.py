@@ -18,7 +18,7 @@ Layout of the engine's state folder (``<lake_root>/.assetlake/engine`` by defaul
     clients/       ``<pid>-<start>.json`` per process with sessions on the engine: their ids,
                    so that the supervisor interrupts a dead process's operations
 
-A small supervisor process (:mod:`assetlake_dagster.engine_supervisor`) owns the JVM: it
+A small supervisor process (:mod:`assetlake_dagster.spark.engine_supervisor`) owns the JVM: it
 stops it after ``idle_timeout`` seconds without users (nobody holds the lease) and on
 SIGTERM/SIGINT (``assetlake engine stop``). This module is the client side: find, start,
 lease, check and stop an engine.
@@ -59,7 +59,7 @@ HOST = "127.0.0.1"
 #: The client must say "localhost" to send its token over a plain loopback channel.
 CLIENT_HOST = "localhost"
 #: The supervisor's module; its name in a process's command line marks an engine supervisor.
-SUPERVISOR_MODULE = "assetlake_dagster.engine_supervisor"
+SUPERVISOR_MODULE = "assetlake_dagster.spark.engine_supervisor"
 #: The folder of the engine's state where each client process lists its sessions.
 CLIENTS_FOLDER = "clients"
 
@@ -394,7 +394,7 @@ def new_engine_session(state: EngineState, *, retries: bool = True, record: bool
     The session is recorded under this process (:func:`record_session`) unless
     ``record`` is false, so that its operations stop if the process dies.
     """
-    from assetlake_dagster.spark_session import fail_fast, new_connect_session
+    from assetlake_dagster.spark.session import fail_fast, new_connect_session
 
     session = new_connect_session(state.url)
     fail_fast(session, retries)
@@ -459,7 +459,7 @@ def engine_lost_failure(exc: BaseException, what: str, table_path: Optional[str]
 # 5 min, before the server gives up on it), and a write commits meanwhile (issue 28: a
 # SIGKILLed run's 40M-row append committed after the run died). Each client process lists
 # its open sessions in ``clients/<pid>-<start>.json``; the supervisor interrupts and
-# releases the sessions of a process that is gone (:mod:`assetlake_dagster.engine_supervisor`).
+# releases the sessions of a process that is gone (:mod:`assetlake_dagster.spark.engine_supervisor`).
 _recorded: dict[str, list[tuple[Any, str, Optional[str]]]] = {}
 _recorded_lock = threading.Lock()
 

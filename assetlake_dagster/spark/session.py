@@ -9,127 +9,16 @@ no JVM here at all: one Spark Connect client session per server URL, reused the 
 from __future__ import annotations
 
 import atexit
-import glob
 import os
 import threading
 from collections.abc import Mapping
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definitions
     from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
-
-DELTA_EXTENSIONS = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
-
-#: Delta's session default for the deletion vectors of new tables (see
-#: ``SparkDeltaResource.deletion_vectors``).
-DELETION_VECTORS_CONF = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
-
-#: Defaults for the embedded local session; each can be overridden through ``spark_conf``.
-EMBEDDED_DEFAULTS = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    # Small local data: 200 shuffle partitions would mean 200 tiny tasks per shuffle.
-    "spark.sql.shuffle.partitions": "8",
-    "spark.sql.session.timeZone": "UTC",
-    # pandas -> Spark through Arrow only: the non-Arrow path turns missing strings into 'NaN'.
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
-    "spark.driver.memory": "2g",
-    # Delta rebuilds a version's file list with this many tasks on first read (default 50):
-    # on small local tables, 4 cut the metadata read-back of a merge from ~3.5 s to ~1 s.
-    "spark.databricks.delta.snapshotPartitions": "4",
-}
-
-
-def delta_version() -> str:
-    """The installed delta-spark version; its jars must match it exactly."""
-    return metadata.version("delta-spark")
-
-
-def pyspark_home() -> str:
-    """The Spark install PySpark ships (its ``bin/``, ``jars/``): the one assetlake's JVMs run."""
-    import pyspark  # here, as this module imports pyspark lazily throughout
-
-    return os.path.dirname(os.path.abspath(pyspark.__file__))
-
-
-def delta_jars_dir() -> str:
-    """Where ``scripts/setup.sh`` puts the Delta jars (``ASSETLAKE_JARS_DIR`` overrides)."""
-    default = os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jars", delta_version())
-    return os.environ.get("ASSETLAKE_JARS_DIR", default)
-
-
-def delta_jar_conf() -> dict[str, str]:
-    """Spark conf that puts the Delta jars on the classpath.
-
-    Prefers jars already on disk (no resolver, no network, ~1 s faster per start); falls
-    back to Spark's own Maven resolver through ``spark.jars.packages``.
-    """
-    version = delta_version()
-    jars = sorted(glob.glob(os.path.join(delta_jars_dir(), "*.jar")))
-    names = {os.path.basename(j) for j in jars}
-    if f"delta-spark_2.13-{version}.jar" in names and f"delta-storage-{version}.jar" in names:
-        return {"spark.jars": ",".join(jars)}
-    return {"spark.jars.packages": f"io.delta:delta-spark_2.13:{version}"}
-
-
-def with_delta_jars(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` with the Delta jars added to its ``spark.jars`` (or ``spark.jars.packages``).
-
-    Other jars in ``conf`` (the object-store connectors, a user's own) are kept beside
-    Delta's rather than replacing them.
-
-    Example:
-        >>> with_delta_jars({"spark.jars": "/x/hadoop-aws.jar"})["spark.jars"].startswith("/x/hadoop-aws.jar,")
-        True
-    """
-    merged = dict(conf)
-    for key, value in delta_jar_conf().items():
-        merged[key] = ",".join(v for v in (merged.get(key), value) if v)
-    return merged
-
-
-def hadoop_version() -> str:
-    """The Hadoop version PySpark ships (its ``hadoop-client-api-<version>.jar``)."""
-    for jar in glob.glob(os.path.join(pyspark_home(), "jars", "hadoop-client-api-*.jar")):
-        return os.path.basename(jar)[len("hadoop-client-api-") : -len(".jar")]
-    raise ConfigError(f"no hadoop-client-api jar in {pyspark_home()}/jars: PySpark's install is incomplete. Reinstall pyspark.")
-
-
-def s3_jars_dir() -> str:
-    """Where ``scripts/setup.sh --with s3`` puts ``hadoop-aws`` and the AWS SDK bundle
-    matching PySpark's Hadoop (``ASSETLAKE_S3_JARS_DIR`` overrides)."""
-    default = os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jars", f"hadoop-aws-{hadoop_version()}")
-    return os.environ.get("ASSETLAKE_S3_JARS_DIR", default)
-
-
-def s3_jar_conf(spark_conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
-    """Spark conf that puts S3A (``hadoop-aws`` and the AWS SDK) on the classpath.
-
-    Raises:
-        ConfigError: the jars are not on disk and ``spark_conf`` does not bring them
-            either; the message says how to get them.
-    """
-    conf = spark_conf or {}
-    if "hadoop-aws" in conf.get("spark.jars.packages", "") + conf.get("spark.jars", ""):
-        return {}  # the user brings their own
-    folder = s3_jars_dir()
-    jars = sorted(glob.glob(os.path.join(folder, "*.jar")))
-    names = " ".join(os.path.basename(j) for j in jars)
-    if "hadoop-aws-" not in names or "bundle-" not in names:
-        raise ConfigError(
-            f"an s3a:// lake needs Hadoop's S3A connector (hadoop-aws {hadoop_version()} and the AWS SDK "
-            f"bundle), and {folder} does not hold them. Run `bash scripts/setup.sh --with s3` (fetches them "
-            f"from Maven Central), or set spark_conf spark.jars.packages=org.apache.hadoop:hadoop-aws:{hadoop_version()}."
-        )
-    return {"spark.jars": ",".join(jars)}
-
+from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, with_archive, with_delta_jars
 
 def build_spark_session(
     *,
@@ -145,7 +34,7 @@ def build_spark_session(
         master: Spark master URL (``local[*]``, ``spark://host:7077``, ``yarn``...).
             Ignored when ``remote`` is set.
         remote: a Spark Connect URL (``sc://host:15002``); the server must have the Delta
-            jars and SQL extension (see :mod:`assetlake_dagster.connect_server`). The
+            jars and SQL extension (see :mod:`assetlake_dagster.spark.connect_server`). The
             embedded defaults, ``app_name`` and ``warehouse_dir`` are then the server's.
         app_name: the Spark application name.
         spark_conf: extra Spark settings; they win over the defaults.
@@ -168,8 +57,6 @@ def build_spark_session(
     builder = builder.master(master)
     conf.update(spark_conf or {})
     conf = with_delta_jars(conf)
-    from assetlake_dagster.jvm_archive import with_archive
-
     conf = with_archive(conf)  # this process starts the JVM: it maps the class-data archive
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -7,7 +7,7 @@ at it and the assets run in the server's JVM instead of one inside the Dagster p
 
 From a shell (runs until Ctrl-C)::
 
-    python -m assetlake_dagster.connect_server --port 15002
+    python -m assetlake_dagster.spark.connect_server --port 15002
 
 The server reads and writes the lake itself, so a local lake root must be a folder the
 server sees at the same path (the same machine, or a shared mount); object stores work
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import IO, Optional
 
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.jvm_archive import with_archive
-from assetlake_dagster.spark_session import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, pyspark_home, with_delta_jars
+from assetlake_dagster.spark.install import with_archive
+from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, pyspark_home, with_delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -253,9 +253,9 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m assetlake_dagster.connect_server``: run a server until Ctrl-C."""
+    """``python -m assetlake_dagster.spark.connect_server``: run a server until Ctrl-C."""
     parser = argparse.ArgumentParser(
-        prog="python -m assetlake_dagster.connect_server",
+        prog="python -m assetlake_dagster.spark.connect_server",
         description="Run a local Spark Connect server with Delta for SparkDeltaResource(remote=...).",
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"gRPC port (default {DEFAULT_PORT})")

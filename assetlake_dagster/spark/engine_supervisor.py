@@ -1,14 +1,14 @@
 """The warm engine's supervisor process: it owns the Spark Connect server's JVM.
 
-Started by :meth:`assetlake_dagster.engine.WarmEngine.ensure` as
-``python -c "… from assetlake_dagster.engine_supervisor import main …" serve …`` in its own
+Started by :meth:`assetlake_dagster.spark.engine.WarmEngine.ensure` as
+``python -c "… from assetlake_dagster.spark.engine_supervisor import main …" serve …`` in its own
 session. It starts the server on a free loopback port with a fresh token, records it in
 ``engine.json``, then polls: it stops the JVM after ``idle_timeout`` seconds without users
 (nobody holds the lease), on SIGTERM/SIGINT (``assetlake engine stop``), and records the
 reason in ``engine.exit`` when the JVM dies on its own. Each poll it also interrupts the
 operations of client processes that died (:class:`DeadClientReaper`): a run killed
 mid-write must not commit after its death. The client side (finding, starting,
-leasing, stopping an engine) is :mod:`assetlake_dagster.engine`.
+leasing, stopping an engine) is :mod:`assetlake_dagster.spark.engine`.
 """
 
 import argparse
@@ -26,16 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Optional
 
-from assetlake_dagster.engine import (
-    DEFAULT_IDLE_TIMEOUT_S,
-    HOST,
-    START_TIMEOUT_S,
-    SUPERVISOR_MODULE,
-    EngineState,
-    WarmEngine,
-    _pid_alive,
-    process_start,
-)
+from assetlake_dagster.spark.engine import DEFAULT_IDLE_TIMEOUT_S, HOST, START_TIMEOUT_S, SUPERVISOR_MODULE, EngineState, WarmEngine, _pid_alive, process_start
 
 #: Settings of the shared engine on top of the embedded defaults: several runs share it.
 ENGINE_DEFAULTS = {
@@ -55,7 +46,7 @@ def serve(
     poll_s: float = 1.0,
 ) -> int:
     """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
-    from assetlake_dagster.connect_server import ConnectServerError, free_port, start_connect_server
+    from assetlake_dagster.spark.connect_server import ConnectServerError, free_port, start_connect_server
 
     engine = WarmEngine(state_dir, master=master, idle_timeout=idle_timeout)
     stopping = threading.Event()
@@ -134,7 +125,7 @@ class DeadClientReaper:
     Spark Connect does not stop an operation when its client dies: a reattachable
     execution waits for the client to reattach (up to ``senderMaxStreamDuration``, 2 min,
     then ``detachedTimeout``, 5 min), and a write commits meanwhile. Clients list their
-    sessions in ``clients/<pid>-<start>.json`` (:func:`assetlake_dagster.engine.record_session`);
+    sessions in ``clients/<pid>-<start>.json`` (:func:`assetlake_dagster.spark.engine.record_session`);
     a file whose process is gone (or whose pid now names a younger process) is handled
     once, in a background thread so that a slow server never stalls the supervisor.
 
@@ -242,7 +233,7 @@ def _remove_own_state(engine: WarmEngine, state: EngineState) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m assetlake_dagster.engine_supervisor serve …``: the supervisor (started by WarmEngine)."""
+    """``python -m assetlake_dagster.spark.engine_supervisor serve …``: the supervisor (started by WarmEngine)."""
     parser = argparse.ArgumentParser(prog=f"python -m {SUPERVISOR_MODULE}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="run the engine's supervisor in the foreground")

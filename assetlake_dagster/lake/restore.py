@@ -9,11 +9,11 @@ the history (so a restore can itself be undone).
 
 from pyspark.sql import SparkSession
 
-from assetlake_dagster.delta_sql import history, is_delta_table, path_identifier
+from assetlake_dagster.lake.delta_sql import history, is_delta_table, path_identifier
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake import Lake
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import TableUri
-from assetlake_dagster.writes.commit import current_version
+from assetlake_dagster.lake.versions import current_version
 
 
 def restore_table(spark: SparkSession, lake: Lake, uri: TableUri, version: int) -> int:

@@ -9,7 +9,7 @@ Parquet file. Paths stay what the lake calls them (``/data/lake/s/t``,
 - A local path uses plain ``os`` calls: one ``listdir`` per listing, a ``stat`` only for
   the files read.
 - ``s3a://`` and ``s3://`` use PyArrow's ``S3FileSystem`` from
-  :meth:`~assetlake_dagster.storage.S3Settings.filesystem` (the endpoint, region and
+  :meth:`~assetlake_dagster.lake.storage.S3Settings.filesystem` (the endpoint, region and
   addressing Spark and delta-rs use; credentials from the standard AWS chain). A listing
   is one paginated ``ListObjectsV2`` and carries each object's size and time.
 - ``abfss://``/``abfs://``, ``gs://`` (and any scheme PyArrow knows) use
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Optional
 from urllib.parse import urlsplit
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.storage import S3_SCHEMES, S3Settings, url_scheme
+from assetlake_dagster.lake.storage import S3_SCHEMES, S3Settings, url_scheme
 
 if TYPE_CHECKING:  # PyArrow loads when a store or a checkpoint is read
     import pyarrow.fs

@@ -1,0 +1,16 @@
+"""The lake side: where tables live and how they are read, without and with Spark.
+
+Layered bottom up, each module importing only those below it:
+
+- :mod:`~assetlake_dagster.lake.storage`: object-store settings (S3 endpoint, region,
+  path style) for Spark, delta-rs and PyArrow alike; store URL validation.
+- :mod:`~assetlake_dagster.lake.files`: the lake's files without Spark (``os`` locally,
+  ``pyarrow.fs`` on an object store).
+- :mod:`~assetlake_dagster.lake.delta_log`: a Delta table's log, read without Spark.
+- :mod:`~assetlake_dagster.lake.delta_sql`: Delta through Spark SQL (schema, history, reads).
+- :mod:`~assetlake_dagster.lake.versions`: a table's latest version, by either of those.
+- :mod:`~assetlake_dagster.lake.root`: :class:`~assetlake_dagster.lake.root.Lake`, the lake
+  root and each table's path in it.
+- :mod:`~assetlake_dagster.lake.registration`: ``schema.table`` names in Spark's catalog.
+- :mod:`~assetlake_dagster.lake.restore`: a table back to an earlier version.
+"""

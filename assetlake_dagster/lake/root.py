@@ -1,0 +1,115 @@
+"""The lake: where each ``delta://schema/table`` lives.
+
+The Delta table of ``delta://s/t`` lives at ``<lake_root>/s/t``. Identifiers are
+allow-listed by :class:`~assetlake_dagster.spec.TableUri`, and every resolved path is
+checked to stay inside the lake root, so no URI, symlink or setting can point a write
+elsewhere. A table's path never goes through a symlink inside the lake either: such a link
+could alias two tables or nest one inside another's folder.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from assetlake_dagster.lake.delta_sql import is_delta_table
+from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake.files import LakeFiles, lake_files
+from assetlake_dagster.spark.session import is_connect_session
+from assetlake_dagster.lake.storage import S3Settings, is_s3, validate_store_url
+from assetlake_dagster.spec import TableUri
+
+if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
+    from pyspark.sql import SparkSession
+
+DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
+LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"
+_URL_SCHEMES = ("s3://", "s3a://", "gs://", "abfss://", "hdfs://", "dbfs:/", "file:/")
+
+
+def default_lake_root() -> str:
+    """``$ASSETLAKE_LAKE_ROOT``, else ``.assetlake/lake`` under the current directory."""
+    return os.environ.get(LAKE_ROOT_ENV) or DEFAULT_LAKE_ROOT
+
+
+@dataclass(frozen=True)
+class Lake:
+    """A lake root: a local folder or an object-store URL.
+
+    Example:
+        >>> lake = Lake("/data/lake")
+        >>> lake.table_path(TableUri("analytics", "orders"))
+        '/data/lake/analytics/orders'
+    """
+
+    root: str
+    #: How to reach an ``s3a://`` root; ``None``: from the standard AWS variables.
+    s3_settings: Optional[S3Settings] = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.root:
+            raise ConfigError("the lake root is empty. Set ASSETLAKE_LAKE_ROOT or lake_root.")
+        if not self.is_url:
+            object.__setattr__(self, "root", os.path.realpath(os.path.expanduser(self.root)))
+        else:
+            validate_store_url(self.root)
+
+    @property
+    def is_url(self) -> bool:
+        return self.root.startswith(_URL_SCHEMES)
+
+    @property
+    def is_s3(self) -> bool:
+        """Whether the lake is on S3 (``s3a://``, ``s3://``)."""
+        return is_s3(self.root)
+
+    @property
+    def s3(self) -> S3Settings:
+        """The S3 settings this lake is reached with."""
+        return self.s3_settings if self.s3_settings is not None else S3Settings.from_env()
+
+    @property
+    def files(self) -> LakeFiles:
+        """The lake's files, for what reads them without Spark (the Delta log reader).
+
+        ``os`` on a local root; ``pyarrow.fs`` on an object store, reached with :attr:`s3`.
+
+        Example:
+            >>> Lake("/data/lake").files.is_local
+            True
+        """
+        return lake_files(self.root, self.s3_settings)
+
+    def table_path(self, uri: TableUri) -> str:
+        """The storage location of a table, guaranteed to be inside the lake root."""
+        if self.is_url:
+            # Segments are allow-listed identifiers: no '..', no '/', nothing to normalise.
+            return f"{self.root.rstrip('/')}/{uri.schema}/{uri.table}"
+        own = os.path.join(self.root, uri.schema, uri.table)
+        path = os.path.realpath(own)
+        if os.path.commonpath([path, self.root]) != self.root or path == self.root:
+            raise ConfigError(
+                f"{uri} resolves to {path}, outside the lake root {self.root}. "
+                "Remove the symlink that points out of the lake."
+            )
+        if path != own:
+            # A link inside the lake could make two URIs one table, or put one table inside
+            # another's folder (whose VACUUM or overwrite would then delete it): refused.
+            raise ConfigError(
+                f"{uri} resolves through a symlink to {path}, not its own folder {own}. "
+                "Each table has its own folder in the lake; remove the symlink (move the table there instead)."
+            )
+        return path
+
+    @property
+    def warehouse_dir(self) -> str:
+        """The session catalog's warehouse: a dot-folder no table identifier can name."""
+        return f"{self.root.rstrip('/')}/.spark-warehouse"
+
+    def table_exists(self, spark: SparkSession, uri: TableUri) -> bool:
+        path = self.table_path(uri)
+        if not self.is_url and not is_connect_session(spark):
+            return os.path.isdir(os.path.join(path, "_delta_log"))
+        # A Spark Connect server may not see this machine's disk: ask the server.
+        return is_delta_table(spark, path)
