@@ -58,6 +58,14 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG as PARTITION_NAME_TAG,
 )
 
+# A run launcher's answer to Dagster's run monitoring (``check_run_worker_health``) is typed
+# by these two, which ``dagster`` does not export; :mod:`assetlake_dagster.run_launcher`
+# answers it for the DefaultRunLauncher's runs, which Dagster leaves unmonitored.
+from dagster._core.launcher.base import (
+    CheckRunHealthResult as CheckRunHealthResult,
+    WorkerStatus as WorkerStatus,
+)
+
 # The tag that carries an asset event's data version. The watch sensor reports an
 # observation of an external table from a sensor (``SensorResult(asset_events=)``), which
 # takes a bare ``AssetObservation``; only an observable asset's own function may return the
@@ -263,3 +271,10 @@ __all__ = [
     "time_window_of",
     "with_deps_and_metadata",
 ]
+
+
+
+def run_launcher_instance(launcher: Any) -> dg.DagsterInstance:
+    """The instance a run launcher belongs to: the ``_instance`` every launcher of Dagster's
+    own (and dagster-docker's, dagster-k8s's) reads its runs' events from; no public name."""
+    return launcher._instance

@@ -34,7 +34,7 @@ _NON_PUBLIC_MEMBERS = (
     "event_type_value", "get_asset_check_evaluations", "get_materialized_partitions",
     "get_output_name_for_asset_check_key", "is_materializable", "resolve_assets_def",
     "resolve_implicit_job_def_def_for_assets", "resolve_job_def", "run_retries_retry_on_asset_or_op_failure",
-    "step_context", "time_window_for_partition_key", "without", "get_python_identifier", "_replace",
+    "step_context", "time_window_for_partition_key", "without", "get_python_identifier", "_replace", "_instance",
 )
 
 
