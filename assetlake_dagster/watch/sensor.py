@@ -4,7 +4,8 @@ triggers the SQL assets that read it.
 A table the project's SQL reads but no file produces is an external asset. Every tick
 (``minimum_interval_seconds``, default 30 s, or ``$ASSETLAKE_WATCH_INTERVAL_S``) the sensor
 lists each such table's ``_delta_log`` once and parses only the commits after the version
-it saw last (:mod:`assetlake_dagster.lake.delta_log`; no Spark), on local disk or on an object
+it saw last (:mod:`~assetlake_dagster.watch.table_changes`, through
+:mod:`assetlake_dagster.lake.delta_log`; no Spark), on local disk or on an object
 store (``s3a://``: one ``ListObjectsV2`` per table and tick, a ``GET`` per new commit). For
 a table with new commits it:
 
@@ -15,7 +16,8 @@ a table with new commits it:
 
   * an unpartitioned reader: one run, when a commit changed rows;
   * a time-partitioned reader: the partitions whose data changed, from the
-    ``partitionValues`` of the files the commits added or removed. A value that is a date
+    ``partitionValues`` of the files the commits added or removed
+    (:mod:`~assetlake_dagster.watch.partition_keys`). A value that is a date
     (``2024-01-05``) covers that day, a timestamp an instant, in the reader's time zone;
     each maps to the reader's partitions overlapping it, and with ``window=3d`` also to the
     later partitions whose 3-day window includes it. A value equal to a partition key
@@ -68,34 +70,33 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
-from zoneinfo import ZoneInfo
 
 import dagster as dg
 
-from assetlake_dagster.dagster_internals import DATA_VERSION_TAG, partition_keys_starting_in, time_window_of
-from assetlake_dagster.lake.delta_log import Commit, DeltaLog, DeltaLogError, DeltaLogExpiredError, DeltaTableMissingError, PartitionValues
+from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.external import catalog_metadata
+from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogError, PartitionValues
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.project import Project
 from assetlake_dagster.spec import TableUri
+from assetlake_dagster.watch.partition_keys import (
+    ExistingPartitions,
+    distinct_values,
+    match_partition_keys,
+    render_values,
+)
+from assetlake_dagster.watch.table_changes import MISSING_VERSION, TableChange, read_table_change
 
 WATCH_SENSOR_NAME = "assetlake_watch_external_tables"
 #: Seconds between two ticks when ``minimum_interval_seconds`` is not given.
 WATCH_INTERVAL_ENV = "ASSETLAKE_WATCH_INTERVAL_S"
 DEFAULT_WATCH_INTERVAL_S = 30
-#: The cursor's version of a table that did not exist when last looked at.
-MISSING_VERSION = -1
 #: Run tag: the table versions that triggered the run.
 WATCH_TAG = "assetlake/watch"
 #: How many partition values or keys a message quotes before "and N more".
 _SAMPLE = 5
-
-_DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
-_TIMESTAMP_RE = re.compile(
-    r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?", re.ASCII
-)
 
 
 def watch_interval_seconds(minimum_interval_seconds: Optional[int] = None) -> int:
@@ -225,23 +226,6 @@ def _watched_tables(project: Project, keys_by_table: Mapping[TableUri, dg.AssetK
 
 
 @dataclass
-class _Change:
-    """What one table did since the last tick."""
-
-    version: int
-    path: str = ""
-    commits: list[Commit] = field(default_factory=list)
-    #: versions log cleanup removed before the sensor read them: (first, last, checkpoint)
-    expired: Optional[tuple[int, int, int]] = None
-    baseline: bool = False
-    #: the latest commit, when only read for the observation's metadata (the baseline)
-    last_commit: Optional[Commit] = None
-    summary: str = ""
-    #: the listing the change was read from (the observation reads the schema from it too)
-    log: Optional[DeltaLog] = None
-
-
-@dataclass
 class _Group:
     readers: set[dg.AssetKey] = field(default_factory=set)
     causes: set[str] = field(default_factory=set)
@@ -256,8 +240,8 @@ class _Tick:
         self.lake = lake
         self.now = dt.datetime.now(dt.timezone.utc)
         self.groups: dict[tuple[Optional[dg.PartitionsDefinition], Optional[str]], _Group] = {}
-        self._existing: dict[dg.PartitionsDefinition, set[str]] = {}
-        self._longest_window: dict[dg.PartitionsDefinition, dt.timedelta] = {}
+        # The instance is only asked for dynamic partitions: a test's context may have none.
+        self.existing = ExistingPartitions(self.now, lambda: context.instance)
 
     def run(self, watched: Sequence[_Watched]) -> dg.SensorResult:
         seen = self._load_cursor()
@@ -269,7 +253,9 @@ class _Tick:
             wanted: list[tuple[_Reader, Optional[str], str]] = []
             observation = None
             try:
-                change = self._look(table, previous)
+                change = read_table_change(
+                    table.uri, self.lake, previous, readers=_names(r.name for r in table.readers), log=self.log
+                )
                 if change is not None and (change.commits or change.expired):
                     wanted = self._request(table, change)
                 if change is not None and change.version != MISSING_VERSION:
@@ -322,61 +308,9 @@ class _Tick:
             if isinstance(version, int) and not isinstance(version, bool) and version >= MISSING_VERSION
         }
 
-    # -- one table -------------------------------------------------------------------------
+    # -- the observation -------------------------------------------------------------------
 
-    def _look(self, table: _Watched, previous: Optional[int]) -> Optional[_Change]:
-        """The table's change since ``previous``; ``None`` to skip it this tick."""
-        uri = table.uri
-        names = _names(r.name for r in table.readers)
-        try:
-            path = self.lake.table_path(uri)
-            log = DeltaLog.open(path, self.lake.files)
-        except DeltaTableMissingError as exc:
-            if previous == MISSING_VERSION:
-                self.log.info(f"{uri} still does not exist ({exc}).")
-            else:
-                self.log.warning(
-                    f"{uri} does not exist: {exc} Nothing is requested until it does; then every "
-                    f"commit it has triggers its readers ({names})."
-                )
-            return _Change(MISSING_VERSION, summary="missing")
-        except (DeltaLogError, ConfigError) as exc:
-            self.log.warning(f"{uri} skipped this tick (retried on the next): {exc}")
-            return None
-        latest = log.latest_version
-        if previous is None:
-            self.log.info(
-                f"{uri}: first look; version {latest} is the baseline, so only later commits "
-                f"trigger {names}. Materialize them yourself if they have never run."
-            )
-            try:
-                last = log.read_commits(latest - 1, latest)[-1]
-            except DeltaLogError:
-                last = None  # only for the metadata: the baseline stands without it
-            return _Change(latest, path, baseline=True, last_commit=last, summary=f"baseline at version {latest}", log=log)
-        if previous > latest:
-            self.log.warning(
-                f"{uri} went back from version {previous} to {latest}: the table was re-created. "
-                "All of its commits are treated as new."
-            )
-            previous = MISSING_VERSION
-        if previous == latest:
-            return _Change(latest, path, summary=f"no new commit (version {latest})")
-        expired = None
-        try:
-            try:
-                commits = log.read_commits(previous, latest)
-            except DeltaLogExpiredError as exc:
-                expired = (exc.first_missing, exc.last_missing, exc.checkpoint_version)
-                commits = log.read_commits(exc.last_missing, latest)
-        except DeltaLogError as exc:
-            self.log.warning(f"{uri} skipped this tick (retried on the next): {exc}")
-            return None
-        count = len(commits) + (expired[1] - expired[0] + 1 if expired else 0)
-        summary = f"{count} new commit{'s' if count != 1 else ''} (version {latest})"
-        return _Change(latest, path, commits=commits, expired=expired, summary=summary, log=log)
-
-    def _observation(self, table: _Watched, change: _Change) -> dg.AssetObservation:
+    def _observation(self, table: _Watched, change: TableChange) -> dg.AssetObservation:
         metadata: dict[str, Any] = {"delta_version": change.version, "path": dg.MetadataValue.path(change.path)}
         try:  # the table's schema and location, as "Observe" records them
             metadata.update(catalog_metadata(table.uri, change.log or DeltaLog.open(change.path, self.lake.files)))
@@ -396,9 +330,9 @@ class _Tick:
             metadata["operations"] = ", ".join(operations)
             metadata["files_added"] = sum(len(c.added) for c in commits)
             metadata["files_removed"] = sum(len(c.removed) for c in commits)
-            values = _distinct_values(commits)
+            values = distinct_values(commits)
             if any(values):
-                metadata["changed_partitions"] = _sample([_render(v) for v in values if v])
+                metadata["changed_partitions"] = _sample([render_values(v) for v in values if v])
             if change.expired:
                 metadata["expired_versions"] = _span(change.expired[0], change.expired[1])
             description = f"{table.uri} is at version {change.version} ({change.summary})."
@@ -411,12 +345,12 @@ class _Tick:
 
     # -- run requests ----------------------------------------------------------------------
 
-    def _request(self, table: _Watched, change: _Change) -> list[tuple[_Reader, Optional[str], str]]:
+    def _request(self, table: _Watched, change: TableChange) -> list[tuple[_Reader, Optional[str], str]]:
         """(reader, partition key or None, cause) for every run the change asks for."""
         wanted: list[tuple[_Reader, Optional[str], str]] = []
         cause = f"{table.uri.sql_name}@{change.version}"
         changed = any(c.data_changed for c in change.commits)
-        values = _distinct_values(change.commits)
+        values = distinct_values(change.commits)
         if change.expired:
             self._warn_expired(table, change)
         for reader in table.readers:
@@ -426,15 +360,16 @@ class _Tick:
                 continue
             if not values:
                 continue
-            keys, unmatched, outside = self._reader_keys(reader, values)
-            wanted.extend((reader, key, cause) for key in sorted(keys))
-            if unmatched:
-                self._warn_unmatched(table, reader, change, unmatched)
-            if outside:
+            existing = self.existing(reader.partitions_def)
+            match = match_partition_keys(reader.partitions_def, reader.offsets, values, existing)
+            wanted.extend((reader, key, cause) for key in sorted(match.keys))
+            if match.unmatched:
+                self._warn_unmatched(table, reader, change, match.unmatched)
+            if match.outside:
                 self.log.warning(
                     f"{table.uri} ({_commits(change)}) changed data of "
-                    f"{reader.name} partitions that do not exist: {_sample(sorted(outside))}; not requested. "
-                    f"{reader.name} has {_range(self._existing_keys(reader.partitions_def))}; a partition "
+                    f"{reader.name} partitions that do not exist: {_sample(sorted(match.outside))}; not requested. "
+                    f"{reader.name} has {_range(existing)}; a partition "
                     "before start= or from end= on never exists, and the current window becomes one "
                     "when it closes: materialize it then."
                 )
@@ -460,81 +395,10 @@ class _Tick:
             )
         return sorted(requests, key=lambda r: r.run_key or "")
 
-    def _reader_keys(
-        self, reader: _Reader, values: Sequence[PartitionValues]
-    ) -> tuple[set[str], list[PartitionValues], set[str]]:
-        """(keys to request, files' values that map to no key, keys outside the reader's range)."""
-        partitions_def = reader.partitions_def
-        assert partitions_def is not None
-        existing = self._existing_keys(partitions_def)
-        unmatched: list[PartitionValues] = []
-        if not isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
-            keys: set[str] = set()
-            for file_values in values:
-                matched = {v for v in file_values.values() if v in existing}
-                keys |= matched
-                if not matched:
-                    unmatched.append(file_values)
-            return keys, unmatched, set()
-        tz = ZoneInfo(partitions_def.timezone)
-        candidates: set[str] = set()
-        for file_values in values:
-            hit = False
-            for value in file_values.values():
-                interval = _time_interval(value, tz)
-                if interval is None and value is not None and value in existing:
-                    window = time_window_of(partitions_def, value)
-                    interval = (window.start, window.end)
-                if interval is not None:
-                    candidates.update(self._window_keys(partitions_def, interval, reader.offsets))
-                    hit = True
-            if not hit:
-                unmatched.append(file_values)
-        return candidates & existing, unmatched, candidates - existing
-
-    def _window_keys(
-        self,
-        partitions_def: dg.TimeWindowPartitionsDefinition,
-        interval: tuple[dt.datetime, dt.datetime],
-        offsets: tuple[int, int],
-    ) -> list[str]:
-        """The reader partitions that read ``interval``: those overlapping it, and with a
-        ``window=`` mapping (P reads P+start .. P+end) those whose window includes them."""
-        start, end = interval
-        start_offset, end_offset = offsets
-        before, after = max(end_offset, 0), max(-start_offset, 0)
-        longest = self._longest(partitions_def)
-        keys = partition_keys_starting_in(partitions_def, start - (before + 1) * longest, end + (after + 1) * longest)
-        hit = [
-            i
-            for i, key in enumerate(keys)
-            if (w := time_window_of(partitions_def, key)).start < end and w.end > start
-        ]
-        if not hit:
-            return []
-        return keys[max(hit[0] - end_offset, 0) : hit[-1] - start_offset + 1]
-
-    def _longest(self, partitions_def: dg.TimeWindowPartitionsDefinition) -> dt.timedelta:
-        """An upper bound of one window's length (months and DST days vary)."""
-        if partitions_def not in self._longest_window:
-            start = partitions_def.start
-            first = partition_keys_starting_in(partitions_def, start, start + dt.timedelta(days=32))[0]
-            window = time_window_of(partitions_def, first)
-            self._longest_window[partitions_def] = (window.end - window.start) * 1.25 + dt.timedelta(hours=2)
-        return self._longest_window[partitions_def]
-
-    def _existing_keys(self, partitions_def: dg.PartitionsDefinition) -> set[str]:
-        if partitions_def not in self._existing:
-            store = self.context.instance if isinstance(partitions_def, dg.DynamicPartitionsDefinition) else None
-            self._existing[partitions_def] = set(
-                partitions_def.get_partition_keys(current_time=self.now, dynamic_partitions_store=store)
-            )
-        return self._existing[partitions_def]
-
     # -- warnings --------------------------------------------------------------------------
 
     def _warn_unmatched(
-        self, table: _Watched, reader: _Reader, change: _Change, unmatched: Sequence[PartitionValues]
+        self, table: _Watched, reader: _Reader, change: TableChange, unmatched: Sequence[PartitionValues]
     ) -> None:
         versions = _commits(change)
         todo = (
@@ -555,15 +419,15 @@ class _Tick:
                 f"partition keys of {reader.name}"
             )
         else:
-            keys = sorted(self._existing_keys(reader.partitions_def)) if reader.partitions_def else []
+            keys = sorted(self.existing(reader.partitions_def)) if reader.partitions_def else []
             problem = f"match no partition key of {reader.name} ({_sample(keys) or 'none yet'})"
         self.log.warning(
-            f"the partition values {_sample([_render(v) for v in unmatched])} of {table.uri} "
+            f"the partition values {_sample([render_values(v) for v in unmatched])} of {table.uri} "
             f"({versions}) {problem}, so the sensor requested nothing for them. Partition "
             f"{table.uri} by a column holding those, or {todo}."
         )
 
-    def _warn_expired(self, table: _Watched, change: _Change) -> None:
+    def _warn_expired(self, table: _Watched, change: TableChange) -> None:
         assert change.expired is not None
         first, last, checkpoint = change.expired
         partitioned = _names(r.name for r in table.readers if r.partitions_def is not None)
@@ -588,53 +452,6 @@ class _Tick:
         )
 
 
-def _time_interval(value: Optional[str], tz: ZoneInfo) -> Optional[tuple[dt.datetime, dt.datetime]]:
-    """The time a partition value stands for: a date its whole day, a timestamp an instant.
-
-    A value without an offset is wall-clock time in ``tz`` (the reader's time zone); Delta
-    writes timestamps in UTC only in the ISO form with ``Z``.
-
-    Example:
-        >>> _time_interval("2024-01-05", ZoneInfo("UTC"))[0].isoformat()
-        '2024-01-05T00:00:00+00:00'
-        >>> _time_interval("eu", ZoneInfo("UTC")) is None
-        True
-    """
-    if value is None:
-        return None
-    try:
-        if match := _DATE_RE.fullmatch(value):
-            day = dt.date(*(int(g) for g in match.groups()))
-            start = dt.datetime.combine(day, dt.time(), tzinfo=tz)
-            return start, dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tzinfo=tz)
-        if match := _TIMESTAMP_RE.fullmatch(value):
-            date, clock, fraction, offset = match.groups()
-            micros = (fraction or "").ljust(6, "0")[:6]
-            text = f"{date}T{clock}" + (f".{micros}" if fraction else "") + (
-                "+00:00" if offset == "Z" else (offset or "")
-            )
-            instant = dt.datetime.fromisoformat(text)
-            if instant.tzinfo is None:
-                instant = instant.replace(tzinfo=tz)
-            return instant, instant + dt.timedelta(microseconds=1)
-    except ValueError:  # 2024-02-30, 25:00
-        return None
-    return None
-
-
-def _distinct_values(commits: Iterable[Commit]) -> list[PartitionValues]:
-    """The distinct partition values of the files the commits added or removed, in order."""
-    seen: dict[tuple, PartitionValues] = {}
-    for commit in commits:
-        for values in (*commit.added, *commit.removed):
-            seen.setdefault(tuple(sorted(values.items())), values)
-    return list(seen.values())
-
-
-def _render(values: PartitionValues) -> str:
-    return ",".join(f"{k}={v if v is not None else 'NULL'}" for k, v in values.items()) or "(none)"
-
-
 def _sample(items: Sequence[str]) -> str:
     shown = ", ".join(items[:_SAMPLE])
     return shown + (f" and {len(items) - _SAMPLE} more" if len(items) > _SAMPLE else "")
@@ -644,7 +461,7 @@ def _names(names: Iterable[str]) -> str:
     return ", ".join(sorted(set(names)))
 
 
-def _commits(change: _Change) -> str:
+def _commits(change: TableChange) -> str:
     """``commit 5`` or ``commits 3..5``: the readable commits of a change."""
     first = change.commits[0].version
     return f"commit {first}" if first == change.version else f"commits {first}..{change.version}"
