@@ -55,16 +55,26 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: RUN_ORDER.index(_layer(item)))  # stable: file order kept within a layer
 
 
+#: e2e files that are a unit of their own, beside the other e2e files' one (see below).
+E2E_APART = ("test_s3_lake.py",)
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist hands each worker a test file at a time, but all the e2e files as one
-    unit: each e2e test starts processes, JVMs and daemons of its own, and two at once on
-    two cores slowed each by half or more (measured in CI: 84 s -> 147 s)."""
+    """pytest-xdist hands each worker a test file at a time, but the e2e files as one unit:
+    each e2e test starts processes, JVMs and daemons of its own, and two at once on two
+    cores slowed each by half or more (measured in CI: 84 s -> 147 s). The S3 lane is a
+    unit apart, so that the e2e files' time (in CI, half an hour with the S3 lane) is shared
+    by the two workers rather than all on one: the two e2e units start the run, one on each
+    worker (xdist gives each worker two units at first, in this order), and the other
+    layers' files fill in behind them."""
     from xdist.scheduler import LoadScopeScheduling
 
     class FilesWithE2ETogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "e2e" if "/e2e/" in f"/{path}" else path
+            if "/e2e/" not in f"/{path}" or os.path.basename(path) in E2E_APART:
+                return path
+            return "e2e"
 
     return FilesWithE2ETogether(config, log)
 

@@ -20,7 +20,8 @@ from assetlake_dagster.writes.commit import find_stamped_commit, lock_file_path,
 from assetlake_dagster.writes.retry import is_write_conflict, write_with_retries
 
 SCHEMA = "id INT, name STRING, tier STRING"
-ROUNDS = 6
+#: Before the fix, 3 of 4 rounds corrupted the history: 3 rounds miss such a bug once in 64 runs.
+ROUNDS = 3
 KEYS = (1, 2, 3, 4, 5)
 #: A thread still running after this long is a deadlock.
 JOIN_TIMEOUT_S = 600
