@@ -23,8 +23,10 @@ from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_stor
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
 from assetlake_dagster.spark.install import DELETION_VECTORS_CONF, s3_jar_conf
 from assetlake_dagster.spark.sessions import (
+    ENGINE_MODE,
     LOCAL_MODE,
     MODE_ENV,
+    REMOTE_MODE,
     SessionSource,
     release_session,
     resolve_master,
@@ -157,19 +159,23 @@ class SparkDeltaResource(dg.ConfigurableResource):
         """The master URL of the engine or of the in-process session."""
         return resolve_master(self.master)
 
-    def sessions(self) -> SessionSource:
+    def sessions(self, mode: Optional[str] = None) -> SessionSource:
         """Where this resource's sessions come from, resolved from its fields and the environment.
+
+        ``mode`` overrides the resolved mode (the warm engine's commands ask for ``engine``
+        whatever the environment runs).
 
         An in-process driver of an S3 lake without a multi-driver log store is refused when
         it would start (a second driver could silently lose a commit).
         """
-        lake = self.lake
-        server_conf = self.server_spark_conf()
+        lake, mode = self.lake, mode or self.resolved_mode()
+        # A remote server is started with its own settings and jars: none from here.
+        server_conf = {} if mode == REMOTE_MODE else self.server_spark_conf()
         refusal = None
-        if lake.is_s3 and not has_multi_driver_log_store(server_conf):
+        if mode == LOCAL_MODE and lake.is_s3 and not has_multi_driver_log_store(server_conf):
             refusal = single_driver_rule(lake.root, f"{MODE_ENV}={LOCAL_MODE}")
         return SessionSource(
-            mode=self.resolved_mode(),
+            mode=mode,
             remote=self.resolved_remote(),
             master=self.resolved_master(),
             session_conf=self.effective_spark_conf(),
@@ -206,8 +212,8 @@ class SparkDeltaResource(dg.ConfigurableResource):
 
     def engine(self) -> WarmEngine:
         """The warm engine of this resource's lake (not started until used)."""
-        return self.sessions().engine()
+        return self.sessions(ENGINE_MODE).engine()
 
     def engine_state(self) -> EngineState:
         """The running warm engine of this lake, started (or replaced) if needed."""
-        return self.sessions().engine_state()
+        return self.sessions(ENGINE_MODE).engine_state()

@@ -89,3 +89,14 @@ def test_an_s3_lake_without_the_s3a_jars_says_how_to_get_them(monkeypatch, tmp_p
     own = SparkDeltaResource(lake_root="s3a://bucket/lake",
                              spark_conf={"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.4.1"})
     assert own.server_spark_conf()["spark.jars.packages"] == "org.apache.hadoop:hadoop-aws:3.4.1"
+
+
+def test_a_remote_server_of_an_s3_lake_needs_no_s3a_jars_here(monkeypatch, tmp_path):
+    """The Connect server reads the bucket with its own connector: this process starts no
+    driver, so it asks for no jars (the server's settings are the server's)."""
+    monkeypatch.setenv("ASSETLAKE_S3_JARS_DIR", str(tmp_path))  # empty
+    sessions = SparkDeltaResource(lake_root="s3a://bucket/lake", remote="sc://spark:15002").sessions()
+    assert sessions.mode == "remote" and sessions.remote == "sc://spark:15002"
+    # The lake's warm engine is a driver of this machine's: `assetlake engine start` still needs them.
+    with pytest.raises(ConfigError, match=r"scripts/setup.sh --with s3"):
+        SparkDeltaResource(lake_root="s3a://bucket/lake", remote="sc://spark:15002").engine()
