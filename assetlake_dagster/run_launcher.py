@@ -29,6 +29,7 @@ from typing import Optional
 import dagster as dg
 
 from assetlake_dagster.dagster_internals import CheckRunHealthResult, WorkerStatus, run_launcher_instance
+from assetlake_dagster.spark.engine import pid_alive, process_start
 
 #: A process that started this long after its run's "Started process" event is another
 #: one that reuses the pid (clock ticks and event times differ by well under a second).
@@ -79,28 +80,15 @@ def run_worker_process(instance: dg.DagsterInstance, run_id: str) -> Optional[tu
 
 def process_alive_since(pid: int, not_after: float) -> bool:
     """Whether ``pid`` is a live process that started no later than ``not_after`` (epoch s)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        pass  # alive, owned by another user
-    started = _process_start_time(pid)
-    if started is None:
+    ticks = process_start(pid)
+    if ticks is None:
         return True  # no /proc: the pid's liveness is all we know
-    return started <= not_after + _PID_REUSE_SLACK_S
+    return _boot_time() + ticks / os.sysconf("SC_CLK_TCK") <= not_after + _PID_REUSE_SLACK_S
 
 
-def _process_start_time(pid: int) -> Optional[float]:
-    """When ``pid`` started (epoch seconds), from ``/proc``; ``None`` where there is none."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        if fields[0] == "Z":
-            return float("inf")  # a zombie has exited: its parent has not reaped it yet
-        ticks = int(fields[19])
-        with open("/proc/stat", encoding="utf-8") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-    except (OSError, IndexError, ValueError, StopIteration):
-        return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+def _boot_time() -> float:
+    """When this machine booted (epoch seconds): ``/proc``'s process start times count from it."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        return float(next(line.split()[1] for line in f if line.startswith("btime ")))

@@ -212,7 +212,7 @@ class WarmEngine:
     def status(self) -> Optional[EngineState]:
         """The running engine, or ``None``. Checks the processes and the port, not health."""
         state = self.read_state()
-        if state is None or not is_supervisor(state.supervisor_pid) or not _pid_alive(state.server_pid):
+        if state is None or not is_supervisor(state.supervisor_pid) or not pid_alive(state.server_pid):
             return None
         return state
 
@@ -282,7 +282,7 @@ class WarmEngine:
         """Why a recorded engine cannot be used, or ``None`` when it answers."""
         if not is_supervisor(state.supervisor_pid):
             return f"its supervisor (pid {state.supervisor_pid}) is gone"
-        if not _pid_alive(state.server_pid):
+        if not pid_alive(state.server_pid):
             return f"its server (pid {state.server_pid}) is gone"
         error = probe(state, self.health_timeout)
         if error is not None:
@@ -295,7 +295,7 @@ class WarmEngine:
             if not _wait_gone(state.supervisor_pid, timeout):
                 _signal(state.supervisor_pid, signal.SIGKILL, group=False)
         # The supervisor stops the JVM; make sure of it for a hung or killed supervisor.
-        if _pid_alive(state.server_pid):
+        if pid_alive(state.server_pid):
             _signal(state.server_pid, signal.SIGTERM, group=True)
             if not _wait_gone(state.server_pid, timeout):
                 _signal(state.server_pid, signal.SIGKILL, group=True)
@@ -552,7 +552,8 @@ def release_leases() -> None:
 
 
 # -- processes ---------------------------------------------------------------------------
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not a zombie waiting for its parent)."""
     if pid <= 0:
         return False
     try:
@@ -574,7 +575,7 @@ def _zombie_free(pid: int) -> bool:
 
 def is_supervisor(pid: int) -> bool:
     """Whether ``pid`` is alive and is an engine supervisor (not a recycled pid)."""
-    if not _pid_alive(pid):
+    if not pid_alive(pid):
         return False
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -594,10 +595,10 @@ def _signal(pid: int, sig: int, *, group: bool) -> None:
 def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return True
         time.sleep(0.1)
-    return not _pid_alive(pid)
+    return not pid_alive(pid)
 
 
 def _tail(path: str, lines: int = 40) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Optional
 
-from assetlake_dagster.spark.engine import DEFAULT_IDLE_TIMEOUT_S, HOST, START_TIMEOUT_S, SUPERVISOR_MODULE, EngineState, WarmEngine, _pid_alive, process_start
+from assetlake_dagster.spark.engine import DEFAULT_IDLE_TIMEOUT_S, HOST, START_TIMEOUT_S, SUPERVISOR_MODULE, EngineState, WarmEngine, pid_alive, process_start
 
 #: Settings of the shared engine on top of the embedded defaults: several runs share it.
 ENGINE_DEFAULTS = {
@@ -160,7 +160,7 @@ class DeadClientReaper:
                 continue
             pid, start = int(pid_text), int(start_text)
             # A start of 0 is a process that could not read its own start time (no /proc).
-            if _pid_alive(pid) and (start == 0 or process_start(pid) in (start, None)):
+            if pid_alive(pid) and (start == 0 or process_start(pid) in (start, None)):
                 continue
             dead.append(os.path.join(self.state.clients_dir, name))
         return dead
