@@ -115,7 +115,10 @@ def run_backfill(
     job = implicit_asset_job(defs, [asset_key])
     report = BackfillReport(backfill_id=uuid.uuid4().hex[:8])
     plan = batches(keys, all_keys, size)
-    log(f"backfill {report.backfill_id}: {asset_key.to_user_string()}, {len(keys)} partitions in {len(plan)} runs")
+    log(
+        f"backfill {report.backfill_id}: {asset_key.to_user_string()}, "
+        f"{len(keys)} partition{'s' if len(keys) != 1 else ''} in {len(plan)} run{'s' if len(plan) != 1 else ''}"
+    )
     for batch in plan:
         tags = {
             ASSET_PARTITION_RANGE_START_TAG: batch[0],

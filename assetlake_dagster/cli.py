@@ -90,7 +90,8 @@ def _backfill(args: argparse.Namespace) -> int:
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
-    print(f"{len(report.succeeded)} runs succeeded, {len(report.failed)} failed")
+    succeeded = len(report.succeeded)
+    print(f"{succeeded} run{'s' if succeeded != 1 else ''} succeeded, {len(report.failed)} failed")
     return 0 if report.ok else 1
 
 
@@ -214,6 +215,7 @@ def _demo(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from assetlake_dagster.demo import landing
+    from assetlake_dagster.lake.delta_log import DeltaLog
     from assetlake_dagster.resources import SparkDeltaResource
 
     resource = SparkDeltaResource(lake_root=args.lake_root)
@@ -234,7 +236,11 @@ def _demo(args: argparse.Namespace) -> int:
             print(f"seeded {landing.LANDING_TABLE} with {rows} payments from {first} to {last} at {table}")
         else:
             day, rows = landing.land(spark, resource.lake, day)
-            print(f"landed {rows} payments of {day} in {landing.LANDING_TABLE} (one Delta commit) at {table}")
+            version = DeltaLog.open(table, resource.lake.files).latest_version
+            print(
+                f"landed {rows} payments of {day} in {landing.LANDING_TABLE} "
+                f"(one Delta commit, version {version}) at {table}"
+            )
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1

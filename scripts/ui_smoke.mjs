@@ -745,11 +745,15 @@ async function landingSteps(page, shots) {
       else resolve(stdout);
     });
   });
-  const m = out.match(/landed (\d+) payments of (\d{4}-\d{2}-\d{2}) in (\S+) \(one Delta commit\) at (\S+)/);
+  const m = out.match(/landed (\d+) payments of (\d{4}-\d{2}-\d{2}) in (\S+) \(one Delta commit, version (\d+)\) at (\S+)/);
   if (!m) fail(`assetlake demo land: unexpected output ${JSON.stringify(out.slice(0, 500))}`);
-  const [, rows, day, table, tablePath] = m;
+  const [, rows, day, table, landedVersion, tablePath] = m;
   const landSecs = ((Date.now() - landStart) / 1000).toFixed(1);
-  const version = deltaVersion(tablePath);
+  const version = Number(landedVersion);
+  // On a local lake, the log on disk must say the same (a bucket's is read by the product).
+  if (!/^[a-z][a-z0-9+.-]*:\/\//.test(tablePath.replace(/^file:\/\//, '')) && deltaVersion(tablePath) !== version) {
+    fail(`assetlake demo land said version ${version}, the log at ${tablePath} says ${deltaVersion(tablePath)}`);
+  }
   log(`assetlake demo land: ${rows} payments of ${day} in ${table}, Delta version ${version} (${landSecs}s)`);
 
   // Wait (bounded) for the two runs the sensors must start, polling GraphQL.

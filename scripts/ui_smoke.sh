@@ -27,7 +27,10 @@
 # stopped at the end. Exits non-zero on any failure; the temp dir (dagster log, failure
 # screenshots) is then kept.
 #
-# Environment: UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (the backfill's
+# Environment: UI_SMOKE_LAKE=s3 (the lake in a bucket: a moto S3 server on 127.0.0.1, the
+# standard AWS variables pointing at it, ASSETLAKE_LAKE_ROOT=s3a://ui-smoke/lake; the same
+# flow, and every demo table read back from the bucket by delta-rs at the end),
+# UI_SMOKE_PORT (default: a free port), UI_SMOKE_RUN_TIMEOUT_S (the backfill's
 # time limit, default 900), UI_SMOKE_STEP_TIMEOUT_S (each later single run's, and the landing
 # flow's, default 600),
 # UI_SMOKE_SKIP_SETUP=1 (skip scripts/setup.sh), UI_SMOKE_SETUP_ONLY=1 (install what it needs,
@@ -62,8 +65,14 @@ if [ ! -f "$ui/node_modules/playwright-core/package.json" ] \
   (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+lake_kind=${UI_SMOKE_LAKE:-local}
+case "$lake_kind" in
+  local) setup_args=() ;;
+  s3) setup_args=(--with s3) ;;
+  *) echo "UI_SMOKE_LAKE=$lake_kind: not a lake kind. Use local (the default) or s3." >&2; exit 2 ;;
+esac
 if [ "${UI_SMOKE_SKIP_SETUP:-0}" != 1 ]; then
-  bash scripts/setup.sh
+  bash scripts/setup.sh "${setup_args[@]}"
 fi
 if [ "${UI_SMOKE_SETUP_ONLY:-0}" = 1 ]; then
   say "set up (UI_SMOKE_SETUP_ONLY=1): not running the smoke test"
@@ -75,10 +84,32 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/assetlake-ui-smoke.XXXXXX")
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$repo/.venv/bin/python"
 export DAGSTER_HOME="$tmp/dagster_home"
-export ASSETLAKE_LAKE_ROOT="$tmp/lake"
 # The bundled demo on the warm engine of the throwaway lake, whatever the caller's shell says.
 unset ASSETLAKE_PROJECT_DIR ASSETLAKE_ENGINE_DIR ASSETLAKE_SPARK_MODE ASSETLAKE_SPARK_REMOTE ASSETLAKE_SPARK_MASTER
-mkdir -p "$DAGSTER_HOME" "$ASSETLAKE_LAKE_ROOT"
+mkdir -p "$DAGSTER_HOME"
+s3_pid=""
+if [ "$lake_kind" = s3 ]; then
+  # A throwaway bucket on loopback, reached through the standard AWS variables only, as a
+  # user's lake on S3 would be (an endpoint on an IP address: path-style, plain HTTP).
+  s3_port=$("$repo/.venv/bin/python" -c \
+    'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$repo/.venv/bin/moto_server" -H 127.0.0.1 -p "$s3_port" >"$tmp/moto.log" 2>&1 &
+  s3_pid=$!
+  trap 'kill "$s3_pid" 2>/dev/null' EXIT  # until cleanup's trap below replaces it
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$s3_port" AWS_REGION=us-east-1
+  export AWS_ACCESS_KEY_ID=ui-smoke AWS_SECRET_ACCESS_KEY=ui-smoke-secret
+  unset AWS_SESSION_TOKEN AWS_PROFILE
+  for _ in $(seq 60); do
+    curl -sf --max-time 2 "$AWS_ENDPOINT_URL" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  "$repo/.venv/bin/python" -c 'import boto3; boto3.client("s3").create_bucket(Bucket="ui-smoke")'
+  export ASSETLAKE_LAKE_ROOT="s3a://ui-smoke/lake"
+else
+  export ASSETLAKE_LAKE_ROOT="$tmp/lake"
+  mkdir -p "$ASSETLAKE_LAKE_ROOT"
+fi
+say "lake: $ASSETLAKE_LAKE_ROOT"
 # The instance scripts/dev.sh gives users: several runs at once on the lake's one warm
 # Spark engine, no telemetry.
 cp scripts/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
@@ -111,6 +142,7 @@ cleanup() {
   fi
   # The warm Spark engine the runs shared outlives dagster dev by design; stop it.
   "$repo/.venv/bin/assetlake" engine stop --lake-root "$ASSETLAKE_LAKE_ROOT" || true
+  if [ -n "$s3_pid" ]; then kill "$s3_pid" 2>/dev/null || true; fi
   if [ "$rc" = 0 ] && [ "${UI_SMOKE_KEEP_TMP:-0}" != 1 ]; then
     rm -rf "$tmp"
   else
@@ -166,3 +198,24 @@ done
 # --- 3. The browser. --------------------------------------------------------------------
 UI_SMOKE_DEBUG_DIR="$tmp" node "$repo/scripts/ui_smoke.mjs" "$url" "$shot_dir"
 say "screenshots in $shot_dir: $(cd "$shot_dir" && ls asset_graph.png backfill.png asset_metadata.png asset_lineage.png asset_partitions.png asset_graph_materialized.png failed_check.png automation.png landing_runs.png | tr '\n' ' ')"
+if [ "$lake_kind" = s3 ]; then
+  # Every table of the demo, read back from the bucket by another Delta reader (delta-rs).
+  "$repo/.venv/bin/python" - <<'PY'
+import os
+
+import boto3
+import deltalake
+
+from assetlake_dagster.lake.storage import S3Settings
+
+keys = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket="ui-smoke", Prefix="lake/")
+tables = sorted({k["Key"].split("/_delta_log/")[0] for page in keys for k in page.get("Contents", []) if "/_delta_log/" in k["Key"]})
+options = S3Settings.from_env(os.environ).storage_options(os.environ)
+for table in tables:
+    delta = deltalake.DeltaTable(f"s3://ui-smoke/{table}", storage_options=options)
+    rows = delta.to_pyarrow_table().num_rows
+    print(f"[ui_smoke.sh] delta-rs reads s3://ui-smoke/{table}: version {delta.version()}, {rows} rows")
+    assert rows > 0, table
+assert len(tables) == 13, f"expected the demo's 13 tables in the bucket, found {len(tables)}: {tables}"
+PY
+fi

@@ -29,7 +29,7 @@ def test_backfill_arg_binds_the_value(spark, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ASSETLAKE_LAKE_ROOT", lake)
     code, out, err = run_cli(capsys, "backfill", "mart/big_events", "--arg", "min_amount=2")
     assert code == 0, err
-    assert "3 partitions in 1 runs" in out and "1 runs succeeded, 0 failed" in out  # batch=3
+    assert "3 partitions in 1 run" in out and "1 run succeeded, 0 failed" in out  # batch=3
     table = read(spark, os.path.join(lake, "mart", "big_events"))
     assert sorted(r.event_id for r in table.collect()) == [2, 3, 5, 6]  # amount >= 2 on each day
     with dg.DagsterInstance.from_config(str(home)) as instance:
