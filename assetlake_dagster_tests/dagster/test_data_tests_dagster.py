@@ -160,33 +160,34 @@ def test_passing_tests_record_what_was_tested_and_warn_does_not_block(project, s
 BAD_ROWS = [
     ((1, 10, "paid", 2.0, "dup"), "unique_order_id", "1 failing value, e.g. 1 x2"),
     ((4, None, "paid", 2.0, "x"), "not_null_customer_id", "1 failing row, e.g. {order_id: 4"),
-    ((4, 10, "lost", 2.0, "x"), "accepted_values_status", "1 failing row, e.g. 'lost'"),
-    ((4, 99, "paid", 2.0, "x"), "relationships_customer_id", "1 failing row, e.g. 99"),
-    ((4, 10, "paid", -2.0, "x"), "custom_no_negative_amounts", "1 failing row, e.g. {order_id: 4, amount: -2.0}"),
+    ((5, 10, "lost", 2.0, "x"), "accepted_values_status", "1 failing row, e.g. 'lost'"),
+    ((6, 99, "paid", 2.0, "x"), "relationships_customer_id", "1 failing row, e.g. 99"),
+    ((7, 10, "paid", -2.0, "x"), "custom_no_negative_amounts", "1 failing row, e.g. {order_id: 7, amount: -2.0}"),
 ]
 
 
 def test_each_failing_blocking_test_keeps_the_prior_version_and_skips_downstream(project, spark):
+    """One run with every bad row (each trips its own test only): every blocking test fails
+    and names its row, nothing is written, downstream does not run."""
     defs, instance, lake_root = project
     sources(spark, lake_root)
     assert run(defs, instance, [ORDERS, TOTALS]).success
     totals_before = versions(spark, f"{lake_root}/mart/order_totals")
-    for bad_row, test, expected in BAD_ROWS:
-        sources(spark, lake_root, GOOD_ORDERS + [bad_row])
-        result = defs.resolve_job_def("audited").execute_in_process(instance=instance, raise_on_error=False)
-        assert not result.success, test
-        message = failure_message(result)
-        assert f"data test {test} (" in message and expected in message, message
-        assert "Nothing was written: the table stays at version 0" in message, message
-        assert versions(spark, f"{lake_root}/mart/orders") == [0], test
-        checks = check_results(result)
+    sources(spark, lake_root, GOOD_ORDERS + [bad_row for bad_row, _, _ in BAD_ROWS])
+    result = defs.resolve_job_def("audited").execute_in_process(instance=instance, raise_on_error=False)
+    assert not result.success
+    message = failure_message(result)
+    checks = check_results(result)
+    for _, test, expected in BAD_ROWS:
+        assert f"data test {test} (" in message and expected in message, (test, message)
         assert checks[test].passed is False and checks[test].metadata["failing"].value == 1, test
-        # Downstream did not run, and the failure was not retried despite the job's retry policy.
-        assert versions(spark, f"{lake_root}/mart/order_totals") == totals_before, test
-        assert [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"] == [], test
-        assert result.asset_materializations_for_node("sql__mart__orders") == [], test
-    # Remove the bad row: the next run passes and publishes.
-    sources(spark, lake_root)
+    assert "Nothing was written: the table stays at version 0" in message, message
+    assert versions(spark, f"{lake_root}/mart/orders") == [0]
+    # Downstream did not run, and the failure was not retried despite the job's retry policy.
+    assert versions(spark, f"{lake_root}/mart/order_totals") == totals_before
+    assert [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"] == []
+    assert result.asset_materializations_for_node("sql__mart__orders") == []
+    # Remove the bad rows: the next run passes and publishes.
     sources(spark, lake_root, GOOD_ORDERS + [(4, 11, "paid", 3.0, "new")])
     assert run(defs, instance, [ORDERS]).success
     assert versions(spark, f"{lake_root}/mart/orders") == [1, 0]

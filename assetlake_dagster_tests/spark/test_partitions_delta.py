@@ -194,16 +194,24 @@ def _dagster_allows(key):
     return key != "safe" and not any(bad in key for bad in INVALID_PARTITION_SUBSTRINGS)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.text(min_size=1, max_size=12).filter(_dagster_allows))
-def test_any_text_key_round_trips_byte_for_byte(spark, tmp_path_factory, key):
+#: Text keys Dagster allows, several per example: the writes are what cost (seconds each),
+#: so each example's two writes test up to four keys side by side in one table.
+ANY_KEYS = st.lists(st.text(min_size=1, max_size=12).filter(_dagster_allows), min_size=1, max_size=4, unique=True)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=ANY_KEYS)
+def test_any_text_key_round_trips_byte_for_byte(spark, tmp_path_factory, keys):
     lake_root = str(tmp_path_factory.mktemp("lake"))
-    tgt = target(lake_root, WriteStrategy.REPLACE, "r1", ["safe", key])
-    write(spark, tgt, {"safe": [(1, "keep")], key: [(2, "v1")]})
-    write(spark, target(lake_root, WriteStrategy.REPLACE, "r2", [key]), {key: [(3, "v2")]})
-    assert table(spark, tgt.path) == sorted([("safe", 1, "keep"), (key, 3, "v2")])
-    # The key also binds unchanged into SQL as :partition.
-    assert spark.sql("SELECT :partition AS k", args={"partition": key}).first().k == key
+    tgt = target(lake_root, WriteStrategy.REPLACE, "r1", ["safe", *keys])
+    write(spark, tgt, {"safe": [(1, "keep")], **{key: [(2, "v1")] for key in keys}})
+    # The first key again, alone: only its partition changes.
+    write(spark, target(lake_root, WriteStrategy.REPLACE, "r2", keys[:1]), {keys[0]: [(3, "v2")]})
+    expected = [("safe", 1, "keep"), (keys[0], 3, "v2"), *((key, 2, "v1") for key in keys[1:])]
+    assert table(spark, tgt.path) == sorted(expected)
+    # Each key also binds unchanged into SQL as :partition.
+    for key in keys:
+        assert spark.sql("SELECT :partition AS k", args={"partition": key}).first().k == key
 
 
 # -- concurrency: threads in one JVM (Delta's local log store is exclusive only there) -----
