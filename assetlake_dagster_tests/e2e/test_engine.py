@@ -130,10 +130,15 @@ def _cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedPro
     return subprocess.run([cli, "engine", *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+IDLE_S = 30
+
+
 def test_the_cli_starts_and_shows_an_engine_that_stops_itself_when_idle(tmp_path):
     # One engine for both: `engine start` leaves it with no lease holder, so it idles out.
+    # The idle clock runs from the moment it is ready, so it must outlast the next command's
+    # start: with 8 s, `engine status` on CI's loaded 2 cores found it already gone.
     engine_dir = str(tmp_path / "engine")
-    env = cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, ASSETLAKE_ENGINE_IDLE_TIMEOUT="8", **SHORT_LIVED_JVM)
+    env = cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, ASSETLAKE_ENGINE_IDLE_TIMEOUT=str(IDLE_S), **SHORT_LIVED_JVM)
     lake = ["--lake-root", str(tmp_path / "lake")]
     start = _cli(env, "start", *lake, timeout=600)
     assert start.returncode == 0, start.stderr
@@ -147,7 +152,7 @@ def test_the_cli_starts_and_shows_an_engine_that_stops_itself_when_idle(tmp_path
     while engine.status() is not None or alive(supervisor):
         assert time.monotonic() < deadline, "the idle engine did not stop"
         time.sleep(1)
-    assert "stopped: idle for 8 s" in open(engine.log_path).read()
+    assert f"stopped: idle for {IDLE_S} s" in open(engine.log_path).read()
     gone = _cli(env, "status", *lake)
     assert gone.returncode == 3 and "no warm engine is running" in gone.stdout
     nothing = _cli(env, "stop", *lake)
