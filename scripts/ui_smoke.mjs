@@ -751,8 +751,9 @@ async function landingSteps(page, shots) {
   const landSecs = ((Date.now() - landStart) / 1000).toFixed(1);
   const version = Number(landedVersion);
   // On a local lake, the log on disk must say the same (a bucket's is read by the product).
-  if (!/^[a-z][a-z0-9+.-]*:\/\//.test(tablePath.replace(/^file:\/\//, '')) && deltaVersion(tablePath) !== version) {
-    fail(`assetlake demo land said version ${version}, the log at ${tablePath} says ${deltaVersion(tablePath)}`);
+  if (!/^[a-z][a-z0-9+.-]*:\/\//.test(tablePath.replace(/^file:\/\//, ''))) {
+    const onDisk = deltaVersion(tablePath);
+    if (onDisk !== version) fail(`assetlake demo land said version ${version}, the log at ${tablePath} says ${onDisk}`);
   }
   log(`assetlake demo land: ${rows} payments of ${day} in ${table}, Delta version ${version} (${landSecs}s)`);
 

@@ -87,12 +87,14 @@ export DAGSTER_HOME="$tmp/dagster_home"
 # The bundled demo on the warm engine of the throwaway lake, whatever the caller's shell says.
 unset ASSETLAKE_PROJECT_DIR ASSETLAKE_ENGINE_DIR ASSETLAKE_SPARK_MODE ASSETLAKE_SPARK_REMOTE ASSETLAKE_SPARK_MASTER
 mkdir -p "$DAGSTER_HOME"
+free_port() {
+  "$repo/.venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 s3_pid=""
 if [ "$lake_kind" = s3 ]; then
   # A throwaway bucket on loopback, reached through the standard AWS variables only, as a
   # user's lake on S3 would be (an endpoint on an IP address: path-style, plain HTTP).
-  s3_port=$("$repo/.venv/bin/python" -c \
-    'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  s3_port=$(free_port)
   "$repo/.venv/bin/moto_server" -H 127.0.0.1 -p "$s3_port" >"$tmp/moto.log" 2>&1 &
   s3_pid=$!
   trap 'kill "$s3_pid" 2>/dev/null' EXIT  # until cleanup's trap below replaces it
@@ -118,8 +120,7 @@ cp scripts/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
 # polling interval is a second of CI time. (Read by the code server that dagster dev starts.)
 export ASSETLAKE_WATCH_INTERVAL_S=5
 
-port=${UI_SMOKE_PORT:-$("$repo/.venv/bin/python" -c \
-  'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+port=${UI_SMOKE_PORT:-$(free_port)}
 url="http://127.0.0.1:$port"
 dagster_log="$tmp/dagster_dev.log"
 
