@@ -1,4 +1,15 @@
-"""assetlake_dagster: annotated Spark SQL files as Dagster assets with managed Delta writes."""
+"""assetlake_dagster: annotated Spark SQL files as Dagster assets with managed Delta writes.
+
+The public API, pinned by ``assetlake_dagster_tests/unit/test_public_api.py`` and described in
+``docs/your-project.md``: what a user calls (``build_definitions``, ``sql_run_config``,
+``managed_write``, ``load_project``), configures (``SparkDeltaResource``, ``DeltaIOManager``),
+subclasses (``AssetlakeTranslator``), receives in a translator's methods (``SqlAssetSpec``,
+``TableUri``, with ``MaterializeSpec`` and ``WriteStrategy`` on the spec) and catches (the
+errors). Everything else is internal and may move.
+
+Importing the package imports Dagster but no engine library (PySpark, pandas, sqlglot): a code
+location's load stays cheap.
+"""
 
 from assetlake_dagster.build import build_definitions as build_definitions
 from assetlake_dagster.errors import (
@@ -15,6 +26,36 @@ from assetlake_dagster.io_manager import (
 from assetlake_dagster.project import Project as Project, load_project as load_project
 from assetlake_dagster.resources import SparkDeltaResource as SparkDeltaResource
 from assetlake_dagster.run_config import sql_run_config as sql_run_config
+from assetlake_dagster.spec import (
+    MaterializeSpec as MaterializeSpec,
+    SqlAssetSpec as SqlAssetSpec,
+    TableUri as TableUri,
+    WriteStrategy as WriteStrategy,
+)
 from assetlake_dagster.translator import AssetlakeTranslator as AssetlakeTranslator
 
 __version__ = "0.1.0"
+
+__all__ = [
+    # Definitions
+    "build_definitions",
+    "sql_run_config",
+    "load_project",
+    "Project",
+    # The translator and what its methods take
+    "AssetlakeTranslator",
+    "SqlAssetSpec",
+    "TableUri",
+    "MaterializeSpec",
+    "WriteStrategy",
+    # Resource and IO manager
+    "SparkDeltaResource",
+    "DeltaIOManager",
+    "managed_write",
+    # Errors
+    "AssetlakeError",
+    "ConfigError",
+    "KeyViolationError",
+    "ProjectError",
+    "WriteError",
+]
