@@ -10,6 +10,7 @@
   step (its setup by CI, its seeding and its ``dagster dev`` on ``workspace.yaml`` by the UI
   smoke test CI runs, its ``scripts/dagster_dev.py`` wrapper by ``e2e/test_dagster_dev.py``).
   A changed command, or a new step in ``scripts/dev.sh`` that nothing runs, fails here.
+* docs/scd2-history.md quotes the demo's SCD2 files as they are.
 
 The checker's own behaviour is tested on small fixture trees first, so that a broken link is
 known to fail.
@@ -23,6 +24,7 @@ import urllib.parse
 
 import pytest
 
+from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster_tests.helpers import REPO
 
 #: A README a newcomer reads in five minutes; the manual lives in docs/.
@@ -426,6 +428,15 @@ def test_every_quick_start_command_is_run_by_ci_or_a_test():
     assert not problems, "\n".join(problems)
     # The two commands the README promises: the demo in dagster dev, and the tests.
     assert "bash scripts/dev.sh" in commands and "bash scripts/test.sh" in commands, commands
+
+
+@pytest.mark.parametrize("name", ["dim_customer.sql", "fct_orders.sql"])
+def test_the_scd2_page_shows_the_demo_files_as_they_are(name):
+    """docs/scd2-history.md quotes both demo files verbatim; an edit of either must update it."""
+    with open(os.path.join(REPO, "docs", "scd2-history.md"), encoding="utf-8") as f:
+        page = f.read()
+    with open(os.path.join(DEMO_PROJECT_DIR, name), encoding="utf-8") as f:
+        assert f"```sql\n{f.read().rstrip()}\n```" in page, f"docs/scd2-history.md does not show {name} as it is"
 
 
 def test_the_readme_stays_short():
