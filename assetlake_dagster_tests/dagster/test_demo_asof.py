@@ -14,9 +14,7 @@ import dagster as dg
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster.writes.history import to_micros
-from assetlake_dagster_tests.helpers import REPO
 
-README = os.path.join(REPO, "README.md")
 DIM = "analytics/dim_customer"
 FCT = "analytics/fct_orders"
 HOUR = 3_600_000_000  # microseconds
@@ -124,12 +122,3 @@ def test_fact_rows_get_the_dimension_version_valid_at_order_time(spark, lake_roo
         # The LEFT JOIN keeps an order that no version covers instead of dropping it.
         (302, v2 + HOUR, None, None),
     ]
-
-
-def test_readme_shows_the_demo_files_as_they_are():
-    """The README's SCD2 section quotes both demo files verbatim; an edit must update it."""
-    with open(README) as f:
-        readme = f.read()
-    for name in ("dim_customer.sql", "fct_orders.sql"):
-        with open(os.path.join(DEMO_PROJECT_DIR, name)) as f:
-            assert f"```sql\n{f.read().rstrip()}\n```" in readme, f"README.md does not show {name} as it is"
