@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of BENCHMARKS.md, each printing one result line on stdout:
+# Every benchmark of docs/performance.md, each printing one result line on stdout:
 #
 #   bash scripts/bench.sh [B1 B2 B3 B4 B5 B6 B7] [--reps 5] [--out bench_results.json] [options]
 #

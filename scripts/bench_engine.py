@@ -1,6 +1,6 @@
 """Benchmarks of the warm shared Spark engine: one-asset latency, the demo's "Materialize all…", B5.
 
-Protocol of ``BENCHMARKS.md``: a warm-up first, interleaved variants, the outputs compared
+Protocol of ``docs/performance.md``: a warm-up first, interleaved variants, the outputs compared
 before any timing counts, median and spread reported. Everything runs in a fresh temp folder
 (lakes, ``DAGSTER_HOME``, the engine's state folder, logs); the engine and every process this
 script started are stopped at the end, also on Ctrl-C or SIGTERM::

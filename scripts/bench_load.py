@@ -1,4 +1,4 @@
-"""Benchmark B4 of ``BENCHMARKS.md``: the definitions load of 1000 annotated SQL files against
+"""Benchmark B4 of ``docs/performance.md``: the definitions load of 1000 annotated SQL files against
 dagster-dbt loading a 1000-model manifest of the same DAG.
 
 Generates (seeded, in a fresh temp folder) one DAG twice: as an annotated SQL project (``--files``

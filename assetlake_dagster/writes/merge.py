@@ -63,7 +63,7 @@ def merge_statement(
     ``source`` holds only rows that are new or changed (:func:`changed_rows`), or, on a
     schema-evolving run, every row (the target lacks columns to compare), so a matched
     row is always updated: comparing the columns again in the MERGE would make it read
-    every column of the target twice more (B7 in BENCHMARKS.md: 2.7 s against 2.1 s).
+    every column of the target twice more (B7 in docs/performance.md: 2.7 s against 2.1 s).
 
     Args:
         table: the target, e.g. ``delta.`/lake/s/t```.

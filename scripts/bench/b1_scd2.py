@@ -1,4 +1,4 @@
-"""B1 of ``BENCHMARKS.md``: SCD2 apply. A history of ``rows`` keys (1M): ``rows`` current
+"""B1 of ``docs/performance.md``: SCD2 apply. A history of ``rows`` keys (1M): ``rows`` current
 versions and ``rows`` closed ones (one older version per key); a snapshot with 1% of the keys
 changed in a tracked column, 0.5% changed in the untracked column only, 0.2% new keys and 0.2%
 of the current keys absent (``deletes=close``); the rest identical. About 2.4% of ``rows``

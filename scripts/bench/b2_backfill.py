@@ -1,4 +1,4 @@
-"""B2 of ``BENCHMARKS.md``: a backfill of ``days`` daily partitions (365), ``rows_per_day`` rows a
+"""B2 of ``docs/performance.md``: a backfill of ``days`` daily partitions (365), ``rows_per_day`` rows a
 day (10k), partition replace, of a daily-partitioned SQL asset that reads a source Delta table of
 orders with an event timestamp and writes each day's rows (a projection plus the day).
 

@@ -1,4 +1,4 @@
-"""B3 of ``BENCHMARKS.md``: the write overhead of each managed strategy against the bare single
+"""B3 of ``docs/performance.md``: the write overhead of each managed strategy against the bare single
 Spark statement, at each size of ``--b3-rows`` (10k; 1M if asked).
 
 For each strategy a base table is generated once (untimed); before every repetition each variant

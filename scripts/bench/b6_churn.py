@@ -1,4 +1,4 @@
-"""B6 of ``BENCHMARKS.md``: SCD2 at churn 0 / 0.1 / 1 / 10 % of the keys after a history of
+"""B6 of ``docs/performance.md``: SCD2 at churn 0 / 0.1 / 1 / 10 % of the keys after a history of
 1 / 10 / 30 runs, deletion vectors off / on, against a full-rewrite SCD2 (the SQLMesh
 ``SCD_TYPE_2_BY_COLUMN`` way on Spark) and against the bare diff query; plus a plot.
 
@@ -38,7 +38,7 @@ a fresh SHALLOW CLONE of ``base_h<h>_dv<..>`` (untimed; dv on: the property in t
             the snapshot: unchanged ones kept, changed / absent ones closed, changed / new snapshot
             rows opened) and written back with one ``INSERT OVERWRITE`` (one commit, every run,
             churn or not). SQLMesh's SCD_TYPE_2_BY_COLUMN on Spark rewrites the table twice per
-            run (BENCHMARKS.md), so one rewrite is the anchor's kind version.
+            run (docs/performance.md), so one rewrite is the anchor's kind version.
     diff:   the bare diff query, the cost floor of deciding "nothing to do": the snapshot
             ``LEFT ANTI JOIN`` the current rows on the key and every tracked column (``<=>``),
             counted (its count is checked: exactly the changed keys). It does not look for
@@ -54,7 +54,7 @@ outputs normalized to the data columns plus ``open`` (``is_current``) are compar
 expected rows (history rows + changed keys) with ``rows`` open ones; unequal outputs raise
 :class:`common.BenchError` before any timed repetition.
 
-Goals (BENCHMARKS.md B6):
+Goals (docs/performance.md, B6):
     zero_churn: at 0% churn median(ours) / median(diff) <= 1.20 and ours makes 0 commits, in
                 every (history x dv) cell (the line shows the worst cell);
     history:    median(ours) after the longest history / median(ours) after the shortest

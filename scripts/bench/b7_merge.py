@@ -1,4 +1,4 @@
-"""B7 of ``BENCHMARKS.md``: merge on key. A ``--rows`` target (1M), a source of a tenth of it
+"""B7 of ``docs/performance.md``: merge on key. A ``--rows`` target (1M), a source of a tenth of it
 (100k: 10% of the source changed, 5% new keys, the rest identical to the target).
 
 Variants, each on its own fresh SHALLOW CLONE of one base target (untimed), same session; the

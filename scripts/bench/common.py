@@ -1,4 +1,4 @@
-"""What every write benchmark of ``BENCHMARKS.md`` shares (scripts/bench/, run by scripts/bench.sh).
+"""What every write benchmark of ``docs/performance.md`` shares (scripts/bench/, run by scripts/bench.sh).
 
 * one local Spark + Delta session for the whole run (``assetlake_dagster.spark.session``, the
   product's own builder; dbt-spark in ``method: session`` mode picks up the same session);

@@ -1,4 +1,4 @@
-"""The write benchmarks of ``BENCHMARKS.md`` (B1, B2, B3, B6, B7), side by side in one process and
+"""The write benchmarks of ``docs/performance.md`` (B1, B2, B3, B6, B7), side by side in one process and
 one SparkSession. Run through ``bash scripts/bench.sh [B1 B2 B3 B6 B7] [options]``, which sets up the
 venv (.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
 
