@@ -25,7 +25,9 @@ What one tick requests, at the tick's *scheduled* time (not the time it is evalu
 
 * time windows: the partition that closed last, e.g. the tick of 2026-01-05 02:00 of a
   daily asset runs ``2026-01-04``, a daily tick of a monthly asset the last whole month
-  (the same month each day until the next one closes: late data is picked up);
+  (the same month each day until the next one closes: late data is picked up). After
+  ``end=`` the final partition is run until the window after it would have closed, then
+  a tick skips (it does not rerun the final partition forever);
 * static partitions: one run per key;
 * dynamic partitions: one run per key that exists at the tick (a schedule refreshes what is
   there; an asset that should run when a key is *added* wants ``-- automation on_missing``);
@@ -44,6 +46,7 @@ from typing import Any, Optional, Union
 
 import dagster as dg
 
+from assetlake_dagster.dagster_internals import partition_keys_starting_in, time_window_of
 from assetlake_dagster.spec import ScheduleSpec
 
 #: The zone of a cron written without ``tz=``.
@@ -193,8 +196,26 @@ def run_requests(
         return dg.SkipReason(f"No partition of {partitions_def} exists at {at.isoformat()}.")
     if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
         keys = keys[-1:]
+        if partitions_def.end is not None and _closed_after(partitions_def, keys[0]) <= at:
+            # Past end= the final partition stays the last one forever: without this every
+            # tick reran it (issue 30). It is rerun as any partition is, until the window
+            # after it would have closed; then the partition that closed last is none.
+            return dg.SkipReason(
+                f"{keys[0]} is the last partition (end=) and no window closed since: "
+                f"nothing to run at {at.isoformat()}."
+            )
     # The run key makes a tick retried after a crash launch no second run (per tick).
     return [dg.RunRequest(partition_key=key, run_key=key) for key in keys]
+
+
+def _closed_after(partitions_def: dg.TimeWindowPartitionsDefinition, key: str) -> dt.datetime:
+    """When the window after ``key`` closes (or would, past the definition's end)."""
+    window = time_window_of(partitions_def, key)
+    # A window is at most about twice as long as the one before it (28- and 31-day months,
+    # 23- and 25-hour days): the next key starts within this span.
+    span = (window.end - window.start) * 2 + dt.timedelta(days=1)
+    following = partition_keys_starting_in(partitions_def, window.end, window.end + span)[0]
+    return time_window_of(partitions_def, following).end
 
 
 def _scheduled_time(context: dg.ScheduleEvaluationContext) -> dt.datetime:
