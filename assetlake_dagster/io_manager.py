@@ -282,7 +282,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         if partition_counts:
             # Each partition of a batch gets its own row count on its materialization.
             for partition, count in partition_counts.items():
-                add_partition_output_metadata(context, {"dagster/row_count": dg.MetadataValue.int(count)}, partition)
+                add_partition_output_metadata(context, {"dagster/partition_row_count": dg.MetadataValue.int(count)}, partition)
 
     def load_input(self, context: dg.InputContext) -> Any:
         session = self.spark.get_session()

@@ -7,6 +7,9 @@ Building it costs no full-table Spark action after the write:
   ``COUNT(*)`` that Delta answers from the log's file statistics for a whole table (no
   data file is read), or from the batch's one grouped per-partition count, or, for one
   partition, a count that reads only that partition's files (Parquet footers, no column);
+  a partitioned write records it as ``dagster/partition_row_count`` and the whole table's
+  (the first commit's count, else a ``COUNT(*)`` from the log's statistics) as
+  ``dagster/row_count``, Dagster's conventions;
 - the schema is the Delta table's, as of the version, from the log (no Spark job);
 - the preview is the first rows of the slice in a stable order (the key, else the first
   columns): a top-10 of the slice (one scan of the slice's files, never of other partitions).
@@ -185,6 +188,39 @@ def slice_row_count(
     return slice_table(spark, path, result.version, partitions).count()
 
 
+def table_row_count(spark: SparkSession, path: str, strategy: str, result: WriteResult) -> int:
+    """Rows in the whole table as of ``result.version``, without scanning its data.
+
+    A first commit's own count (the table held nothing before it), else a ``COUNT(*)``
+    that Delta answers from the log's ``numRecords`` statistics.
+    """
+    if result.version == 0:
+        exact = committed_row_count(strategy, result)
+        if exact is not None:
+            return exact
+    return read(spark, path, result.version).count()
+
+
+def _row_counts(
+    spark: SparkSession,
+    path: str,
+    strategy: str,
+    result: WriteResult,
+    partitions: Sequence[str],
+    partition_counts: Optional[Mapping[str, int]],
+) -> dict[str, Any]:
+    """Dagster's conventions: ``dagster/row_count`` is the table's; a partitioned write
+    also records its slice's rows as ``dagster/partition_row_count`` (a batch's
+    materializations then get their own partition's, see the IO manager)."""
+    rows = slice_row_count(spark, path, strategy, result, partitions, partition_counts)
+    if not partitions:
+        return {"dagster/row_count": dg.MetadataValue.int(rows)}
+    return {
+        "dagster/partition_row_count": dg.MetadataValue.int(rows),
+        "dagster/row_count": dg.MetadataValue.int(table_row_count(spark, path, strategy, result)),
+    }
+
+
 def materialization_metadata(
     spark: SparkSession,
     uri: TableUri,
@@ -198,8 +234,8 @@ def materialization_metadata(
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
-    For a partitioned table, the row count and preview are those of the slice written
-    (``partitions``); the preview is ordered by ``key`` (merge, history), else by the
+    For a partitioned table, ``dagster/partition_row_count`` and the preview are those of
+    the slice written (``partitions``), ``dagster/row_count`` the whole table's; the preview is ordered by ``key`` (merge, history), else by the
     first columns. ``partition_counts``: a batch's rows per partition as of the version,
     when already counted (:func:`partition_row_counts`), so that the slice is not counted
     again. ``descriptions``: column descriptions for ``dagster/column_schema``. See the
@@ -209,9 +245,7 @@ def materialization_metadata(
     metadata: dict[str, Any] = {
         "dagster/uri": dg.MetadataValue.path(path),
         "dagster/table_name": uri.sql_name,
-        "dagster/row_count": dg.MetadataValue.int(
-            slice_row_count(spark, path, strategy, result, partitions, partition_counts)
-        ),
+        **_row_counts(spark, path, strategy, result, partitions, partition_counts),
         "dagster/column_schema": column_schema(table.schema, descriptions),
         "assetlake/table": str(uri),
         "assetlake/strategy": strategy,

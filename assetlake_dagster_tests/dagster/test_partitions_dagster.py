@@ -72,9 +72,11 @@ def test_a_batch_run_is_one_commit_with_a_row_count_per_partition(project, spark
     defs, instance, lake_root = project
     path = f"{lake_root}/mart/daily_events"
     result = run(defs, instance, [key("mart/daily_events")], tags=range_tags("2024-01-01", "2024-01-05"))
-    counts = {p: m["dagster/row_count"].value for p, m in materializations(result).items()}
+    counts = {p: m["dagster/partition_row_count"].value for p, m in materializations(result).items()}
     # Day N has N events: each partition's own count, not the batch's.
     assert counts == {f"2024-01-0{d}": d for d in range(1, 6)}
+    # dagster/row_count is the table's, on every partition's materialization (Dagster's conventions).
+    assert {m["dagster/row_count"].value for m in materializations(result).values()} == {1 + 2 + 3 + 4 + 5}
     assert history(spark, path) == [(0, "WRITE")]
     assert instance.get_materialized_partitions(key("mart/daily_events")) == {f"2024-01-0{d}" for d in range(1, 6)}
     # Re-running one partition: same rows, one more commit, other partitions' files untouched.

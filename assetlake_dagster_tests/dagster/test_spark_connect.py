@@ -410,7 +410,7 @@ def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(rem
             assert sorted(r.event_id for r in rows) == expected[day], (table, day)
             assert {(str(r.day), r.day_rows) for r in rows} == {(day, len(expected[day]))}, (table, day)
         counts = {
-            e.materialization.partition: e.materialization.metadata["dagster/row_count"].value
+            e.materialization.partition: e.materialization.metadata["dagster/partition_row_count"].value
             for e in batch.get_asset_materialization_events()
             if e.asset_key.to_user_string() == table
         }

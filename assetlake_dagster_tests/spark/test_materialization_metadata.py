@@ -70,7 +70,13 @@ def scanned(spark, lake_root, version, partitions=()):
 def check(spark, lake_root, strategy, result, expected_rows, columns, partitions=(), per_partition=None):
     md, counts = metadata(spark, lake_root, strategy, result, partitions)
     rows, schema = scanned(spark, lake_root, result.version, partitions)
-    assert md["dagster/row_count"].value == expected_rows == len(rows)
+    if partitions:
+        # Dagster's conventions: the slice's rows per partition, the table's as the row count.
+        assert md["dagster/partition_row_count"].value == expected_rows == len(rows)
+        assert md["dagster/row_count"].value == read(spark, f"{lake_root}/s/t", result.version).count()
+    else:
+        assert "dagster/partition_row_count" not in md
+        assert md["dagster/row_count"].value == expected_rows == len(rows)
     recorded = md["dagster/column_schema"].columns
     assert [(c.name, c.type) for c in recorded] == columns
     assert [(c.name, c.type, c.constraints.nullable) for c in recorded] == [
@@ -153,12 +159,14 @@ def test_replace_of_a_slice_counts_the_slice(spark, lake_root):
     batch = write(spark, lake_root, "replace", rows_in(P1, [1, 2]) + rows_in(P2, [3, 4, 5]), "r1", partitions=[P1, P2])
     check(spark, lake_root, "replace", batch, 5, PARTITIONED_COLUMNS, [P1, P2], {P1: 2, P2: 3})
     one = write(spark, lake_root, "replace", rows_in(P2, [6]), "r2", partitions=[P2])
-    check(spark, lake_root, "replace", one, 1, PARTITIONED_COLUMNS, [P2])
+    # The slice's 1 row, and the table's 3 (P1's 2 are kept).
+    assert check(spark, lake_root, "replace", one, 1, PARTITIONED_COLUMNS, [P2])["dagster/row_count"].value == 3
     # P3 is part of the batch but gets no rows.
     sparse = write(spark, lake_root, "replace", rows_in(P1, [7, 8, 9, 10]), "r3", partitions=[P1, P3])
     check(spark, lake_root, "replace", sparse, 4, PARTITIONED_COLUMNS, [P1, P3], {P1: 4, P3: 0})
     other = write(spark, lake_root, "replace", rows_in(P3, range(20, 32)), "r4", partitions=[P3])
-    check(spark, lake_root, "replace", other, 12, PARTITIONED_COLUMNS, [P3])
+    md = check(spark, lake_root, "replace", other, 12, PARTITIONED_COLUMNS, [P3])
+    assert (md["dagster/partition_row_count"].value, md["dagster/row_count"].value) == (12, 4 + 1 + 12)
 
 
 def test_merge_of_a_slice_counts_the_slice(spark, lake_root):
