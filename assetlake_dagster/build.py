@@ -97,7 +97,8 @@ def build_definitions(
     external = [external_table_asset(translator, uri, readers.get(uri), lake) for uri in project.external]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.
-    watch = build_watch_sensor(project, keys_by_table, lake)
+    # Readers as the definitions have them: a translator's partitions and deps, Python assets.
+    watch = build_watch_sensor(project, keys_by_table, lake, assets=[*sql_assets, *extra])
     if watch is not None and all(s.name != watch.name for s in sensors):
         sensors.append(watch)  # a sensor of yours under its name replaces it
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)

@@ -28,7 +28,10 @@ TableKey = tuple[str, str]
 
 
 def check_project(
-    specs: Sequence[SqlAssetSpec], sources: dict[str, SourceText], python: Sequence[PythonTable] = ()
+    specs: Sequence[SqlAssetSpec],
+    sources: dict[str, SourceText],
+    python: Sequence[PythonTable] = (),
+    python_reads: Sequence[TableUri] = (),
 ) -> tuple[list[SqlAssetSpec], tuple[TableUri, ...], list[Diagnostic]]:
     """Check the SQL files against each other and against the Python assets' tables.
 
@@ -40,10 +43,12 @@ def check_project(
             problem is reported in one round).
         sources: each spec's file by ``spec.path``, to quote lines in the problems.
         python: the tables the folder's Python assets write.
+        python_reads: the tables the Python assets declare as upstreams.
 
     Returns:
         The specs with every upstream spelled as its producer spells it, the external
-        tables (read, produced by nothing in the project) sorted, and the problems.
+        tables (read by SQL or Python, produced by nothing in the project) sorted, and
+        the problems.
 
     Example:
         >>> from assetlake_dagster.project import parse_file
@@ -66,6 +71,10 @@ def check_project(
     diagnostics.extend(_test_references(specs, sources, produced | read))
     diagnostics.extend(_column_sources(specs, sources, {k: g[0] for k, g in producers.items()}))
     external = {u.uri for spec in specs for u in spec.upstreams if table_key(u.uri) not in produced}
+    # A table only Python reads is external too; one the SQL reads keeps the SQL's spelling.
+    known = produced | {table_key(uri) for uri in external}
+    only_python = {table_key(uri): uri for uri in reversed(python_reads) if table_key(uri) not in known}
+    external |= set(only_python.values())
     return specs, tuple(sorted(external, key=uri_order)), diagnostics
 
 

@@ -44,7 +44,7 @@ from assetlake_dagster.spec import (
     is_identifier,
 )
 from assetlake_dagster.parse_cache import ParseCache
-from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_tables
+from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_reads, python_tables
 
 if TYPE_CHECKING:  # sqlglot loads when a file is parsed: a warm load takes every file from the cache
     from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis
@@ -138,7 +138,7 @@ def load_project(
         found, problems = import_python_files(root)
         python.extend(found)
         diagnostics.extend(problems)
-    specs, external, problems = check_project(specs, sources, python_tables(python))
+    specs, external, problems = check_project(specs, sources, python_tables(python), python_reads(python))
     diagnostics.extend(problems)
     if diagnostics:
         raise ProjectError(diagnostics)

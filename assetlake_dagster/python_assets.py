@@ -123,6 +123,34 @@ def python_tables(assets: Sequence[PythonAsset]) -> list[PythonTable]:
     return tables
 
 
+def python_reads(assets: Sequence[PythonAsset]) -> list[TableUri]:
+    """The Delta tables the Python assets declare as upstreams (``ins=`` or ``deps=``).
+
+    An upstream key ``[schema, table]`` names its table, as an asset key names the table a
+    Python asset writes; upstreams with keys of other shapes are not tables of this lake.
+    A table nothing in the project produces is an external table, watched like those the
+    SQL reads.
+
+    Example:
+        >>> @dg.asset(key=["py", "report"], deps=[dg.AssetKey(["landing", "payments"])])
+        ... def report(): ...
+        >>> [str(uri) for uri in python_reads([PythonAsset(report)])]
+        ['delta://landing/payments']
+    """
+    found: dict[TableUri, None] = {}
+    for asset in assets:
+        definition = asset.definition
+        specs = [definition] if isinstance(definition, dg.AssetSpec) else [
+            definition.get_asset_spec(key) for key in definition.keys
+        ]
+        for spec in specs:
+            for dep in spec.deps:
+                path = dep.asset_key.path
+                if len(path) == 2 and all(map(is_identifier, path)):
+                    found.setdefault(TableUri(*path))
+    return list(found)
+
+
 def _import_problem(path: str, err: Exception) -> Diagnostic:
     if isinstance(err, SyntaxError):
         line = err.lineno

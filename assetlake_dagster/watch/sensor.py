@@ -12,7 +12,9 @@ a table with new commits it:
 - records an observation of the external asset whose data version is the Delta version
   (so the UI shows the version, and readers that read an older one become stale), with
   the commit time, operation and files changed as metadata;
-- requests runs of its readers, the SQL assets whose upstreams include it:
+- requests runs of its readers, the assets whose upstreams include it as the definitions
+  have them (after the translator: its ``get_partitions_def`` and ``get_deps`` decide): the
+  SQL files that read it and the Python assets that declare it (``ins=`` or ``deps=``):
 
   * an unpartitioned reader: one run, when a commit changed rows;
   * a time-partitioned reader: the partitions whose data changed, from the
@@ -73,7 +75,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
+from assetlake_dagster.dagster_internals import DATA_VERSION_TAG, is_materializable
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.external import catalog_metadata
 from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogError, PartitionValues
@@ -128,7 +130,7 @@ def watch_interval_seconds(minimum_interval_seconds: Optional[int] = None) -> in
 
 @dataclass(frozen=True)
 class _Reader:
-    """A SQL asset reading a watched table, as the sensor needs it."""
+    """An asset (SQL or Python) reading a watched table, as the sensor needs it."""
 
     key: dg.AssetKey
     name: str
@@ -152,6 +154,7 @@ def build_watch_sensor(
     minimum_interval_seconds: Optional[int] = None,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
     name: str = WATCH_SENSOR_NAME,
+    assets: Optional[Sequence[Any]] = None,
 ) -> Optional[dg.SensorDefinition]:
     """The sensor that watches the project's external tables, or ``None`` if it has none.
 
@@ -169,6 +172,10 @@ def build_watch_sensor(
             ``$ASSETLAKE_WATCH_INTERVAL_S``, else 30).
         default_status: running by default, so ``dagster dev`` watches at once.
         name: the sensor's name.
+        assets: the definitions' assets as built (SQL and Python): the readers, their
+            partitions and ``window=`` mappings are read from them, so a translator's
+            overrides count. Default: the project's SQL files as the default translator
+            makes them, and its Python assets.
 
     Raises:
         ConfigError: a bad interval.
@@ -180,7 +187,7 @@ def build_watch_sensor(
         >>> dg.Definitions(assets=[...], sensors=[sensor])  # doctest: +SKIP
     """
     interval = watch_interval_seconds(minimum_interval_seconds)
-    watched = _watched_tables(project, keys_by_table)
+    watched = _watched_tables(project, keys_by_table, assets)
     if not watched:
         return None
     reader_keys = sorted({r.key for table in watched for r in table.readers}, key=lambda k: k.to_user_string())
@@ -203,25 +210,55 @@ def build_watch_sensor(
     return _watch
 
 
-def _watched_tables(project: Project, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> list[_Watched]:
-    external = set(project.external)
+def _watched_tables(
+    project: Project, keys_by_table: Mapping[TableUri, dg.AssetKey], assets: Optional[Sequence[Any]]
+) -> list[_Watched]:
+    if assets is None:
+        specs = [*_default_sql_specs(project, keys_by_table), *_runnable_specs(project.python_assets)]
+    else:
+        specs = _runnable_specs(assets)
+    external = {keys_by_table[uri]: uri for uri in project.external}
+    names = {keys_by_table[spec.uri]: spec.uri.sql_name for spec in project.assets}
     readers: dict[TableUri, list[_Reader]] = {}
-    for spec in project.assets:
-        partitions_def = partitions_definition(spec.partitions) if spec.partitions else None
-        for upstream in spec.upstreams:
-            if upstream.uri not in external:
+    for spec in specs:
+        for dep in spec.deps:
+            uri = external.get(dep.asset_key)
+            if uri is None:
                 continue
-            mapping = partition_mapping(upstream)
+            mapping = dep.partition_mapping
             offsets = (
                 (mapping.start_offset, mapping.end_offset)
                 if isinstance(mapping, dg.TimeWindowPartitionMapping)
                 else (0, 0)
             )
-            readers.setdefault(upstream.uri, []).append(
-                _Reader(keys_by_table[spec.uri], spec.uri.sql_name, partitions_def, offsets)
-            )
+            name = names.get(spec.key, spec.key.to_user_string())
+            readers.setdefault(uri, []).append(_Reader(spec.key, name, spec.partitions_def, offsets))
     return [
         _Watched(uri, keys_by_table[uri], tuple(readers[uri])) for uri in project.external if readers.get(uri)
+    ]
+
+
+def _runnable_specs(assets: Sequence[Any]) -> list[dg.AssetSpec]:
+    """The specs of the assets that materialize (an AssetSpec or an external asset runs nothing)."""
+    return [
+        asset.get_asset_spec(key)
+        for asset in assets
+        if isinstance(asset, dg.AssetsDefinition) and is_materializable(asset)
+        for key in sorted(asset.keys, key=lambda k: k.to_user_string())
+    ]
+
+
+def _default_sql_specs(project: Project, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> list[dg.AssetSpec]:
+    """The SQL files' readers as the default translator makes them (no definitions given)."""
+    return [
+        dg.AssetSpec(
+            keys_by_table[spec.uri],
+            partitions_def=partitions_definition(spec.partitions) if spec.partitions else None,
+            deps=[
+                dg.AssetDep(keys_by_table[u.uri], partition_mapping=partition_mapping(u)) for u in spec.upstreams
+            ],
+        )
+        for spec in project.assets
     ]
 
 

@@ -95,17 +95,18 @@ class Tick:
 class Watch:
     """A project folder, its lake, its definitions with the watch sensor, and an instance."""
 
-    def __init__(self, root: Path, files: dict, *, lake_root=None, **sensor_kwargs):
+    def __init__(self, root: Path, files: dict, *, lake_root=None, translator=None, **sensor_kwargs):
         self.project_dir = root / "project"
         self.project_dir.mkdir()
         for name, text in files.items():
             (self.project_dir / name).write_text(text)
         self.lake = lake_root or str(root / "lake")
+        self.translator = translator
         self.instance = dg.DagsterInstance.ephemeral()
         self.sensor, self.defs = self._definitions(sensor_kwargs)
 
     def _definitions(self, sensor_kwargs):
-        defs = build_definitions(self.project_dir, lake_root=self.lake)
+        defs = build_definitions(self.project_dir, lake_root=self.lake, translator=self.translator)
         wired = [s for s in defs.sensors or [] if s.name == WATCH_SENSOR_NAME]
         if wired and not sensor_kwargs:  # once build_definitions adds the sensor itself
             return wired[0], defs
@@ -566,6 +567,78 @@ SELECT count(*) AS n FROM landing.events WHERE ts >= {partition_start} AND ts < 
 
     tick = watch.tick(baseline.cursor)
     assert tick.keys_of(dg.AssetKey(["staging", "events_monthly"])) == ["2024-03-01", "2024-04-01"]
+
+
+# -- readers as the definitions make them: a translator's partitions, Python assets -----------
+
+
+class DailyTotals(AssetlakeTranslator):
+    """Partitions analytics.order_total (unpartitioned in its file) by day."""
+
+    def get_partitions_def(self, spec):
+        if spec.uri.table == "order_total":
+            return dg.DailyPartitionsDefinition("2024-01-01", end_date="2024-02-01")
+        return super().get_partitions_def(spec)
+
+
+def test_a_translators_partitions_decide_what_the_sensor_requests(tmp_path):
+    watch = Watch(tmp_path, {"total.sql": TOTALS}, translator=DailyTotals())
+    write(watch.table(), "2024-01-01")
+    baseline = watch.tick()
+    write(watch.table(), "2024-01-05")
+
+    tick = watch.tick(baseline.cursor)
+
+    # The asset is daily in the definitions: a whole-table run of it is no valid request.
+    assert tick.requests == {"2024-01-05": ["analytics/order_total"]}
+
+
+PYTHON_READERS = '''
+import dagster as dg
+
+DAILY = dg.DailyPartitionsDefinition("2024-01-01", end_date="2024-02-01")
+
+
+@dg.asset(key=["py", "daily_orders"], partitions_def=DAILY, ins={"orders": dg.AssetIn(key=["landing", "orders"])})
+def daily_orders(orders):
+    return orders
+
+
+@dg.asset(key=["py", "order_count"], deps=[dg.AssetKey(["landing", "orders"])])
+def order_count():
+    return None
+
+
+@dg.asset(key=["py", "payments"], deps=[dg.AssetKey(["landing", "payments"])])
+def payments():
+    return None
+
+
+@dg.asset(key=["py", "unrelated"])
+def unrelated():
+    return None
+'''
+
+
+def test_python_assets_that_read_an_external_table_are_triggered(tmp_path):
+    """Python assets declare their upstreams as ``ins=`` or ``deps=``; those reading an
+    external table are its readers like the SQL files, whether SQL reads the table too
+    (landing.orders) or only Python does (landing.payments)."""
+    watch = Watch(tmp_path, {"orders.sql": DAILY, "readers.py": PYTHON_READERS})
+    write(watch.table(), "2024-01-01")
+    write(watch.table("landing", "payments"), "2024-01-01")
+    baseline = watch.tick()
+    assert cursor_of(baseline) == {"delta://landing/orders": 0, "delta://landing/payments": 0}
+    write(watch.table(), "2024-01-05")
+    write(watch.table("landing", "payments"), "2024-01-06")
+
+    tick = watch.tick(baseline.cursor)
+
+    assert tick.requests == {
+        None: ["py/order_count", "py/payments"],
+        "2024-01-05": ["py/daily_orders", "staging/orders"],
+    }
+    assert watch.defs.resolve_asset_graph().get(dg.AssetKey(["landing", "payments"])).is_observable
 
 
 # -- building the sensor -----------------------------------------------------------------------
