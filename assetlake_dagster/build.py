@@ -10,6 +10,7 @@ import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
 from assetlake_dagster.automation import generated_definitions
+from assetlake_dagster.code_references import link_to_git
 from assetlake_dagster.external import external_table_asset
 from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.project import load_project
@@ -45,6 +46,8 @@ def build_definitions(
     schedules: Iterable = (),
     sensors: Iterable = (),
     jobs: Iterable = (),
+    git_url: Optional[str] = None,
+    git_branch: Optional[str] = None,
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -63,6 +66,12 @@ def build_definitions(
         load_python_files: import ``*.py`` files found in ``project_dir``.
         schedules, sensors, jobs: yours, added beside the generated ones; one of yours
             under a generated name replaces it.
+        git_url: the project's repository on GitHub or GitLab (default
+            ``$ASSETLAKE_GIT_URL``), e.g. ``https://github.com/acme/lakehouse``: when the
+            project folder is in a git repository, each SQL asset's code reference links
+            to its file there instead of the local path.
+        git_branch: the branch those links name (default ``$ASSETLAKE_GIT_BRANCH``, else
+            the checked-out branch, else ``main``).
 
     Returns:
         Definitions with the assets, the ``spark`` resource, the Delta IO manager as the
@@ -89,6 +98,7 @@ def build_definitions(
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
     sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake) for spec in project.assets]
+    sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
 
     readers: dict = {}
     for spec in project.assets:
