@@ -1,8 +1,8 @@
 """Layer 5: `dagster dev` as scripts/dev.sh starts it, with backfills launched the way the UI
 launches them and run by its daemon, then stopped by SIGTERM.
 
-One `dagster dev` serves two code locations: the bundled demo (as `workspace.yaml` loads it)
-and the `partitioned` fixture project. The UI's "Materialize / Backfill" dialog calls the
+`dagster dev` serves the `partitioned` fixture project (the bundled demo in `dagster dev`, as
+`workspace.yaml` loads it, is CI's UI smoke test: scripts/ui_smoke.sh). The UI's "Materialize / Backfill" dialog calls the
 `launchPartitionBackfill` GraphQL mutation (all partitions, a range, or the keys the "missing
 and failed" filter picked); the daemon splits it into runs of at most `batch=` partitions.
 Each run must write its partitions in one Delta commit, a failed run must not stop the
@@ -21,7 +21,6 @@ from assetlake_dagster.build import build_definitions
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster_tests.helpers import (
-    DEMO_KEYS,
     PROJECTS,
     REPO,
     alive,
@@ -34,10 +33,6 @@ from assetlake_dagster_tests.helpers import (
 PROJECT = os.path.join(PROJECTS, "partitioned")
 WORKSPACE = f"""
 load_from:
-  - python_module:
-      module_name: assetlake_dagster.definitions
-      location_name: assetlake_demo
-      working_directory: {REPO}
   - python_module:
       module_name: assetlake_dagster_tests.projects.partitioned._location
       location_name: partitioned
@@ -140,7 +135,7 @@ def _wait_for_locations(proc, port, log_path, count, timeout=180):
 
 def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, tmp_path):
     """scripts/dev.sh's wrapper, started as a background job starts (SIGINT ignored): both
-    code locations load, two backfills run at once (batched commits; a failed run does not
+    code location loads, two backfills run at once (batched commits; a failed run does not
     stop the others), and a SIGTERM stops dagster dev with its webserver, daemon and code
     servers, cleanly."""
     home, lake = tmp_path / "home", tmp_path / "lake"
@@ -153,7 +148,6 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, 
     assert raw.execute_in_process(asset_selection=[dg.AssetKey(["raw", "events"])]).success
 
     env = cli_env(DAGSTER_HOME=str(home), ASSETLAKE_LAKE_ROOT=str(lake))
-    env.pop("ASSETLAKE_PROJECT_DIR", None)  # the demo location loads the bundled demo
     port = free_port()
     log_path = tmp_path / "dagster_dev.log"
     log = open(log_path, "w")
@@ -169,12 +163,11 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, 
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
-        locations = _wait_for_locations(proc, port, log_path, count=2)
-        for name, location in locations.items():
-            assert location["__typename"] == "RepositoryLocation", (name, location)
-        demo = locations["assetlake_demo"]["repositories"][0]["assetNodes"]
-        assert {"/".join(n["assetKey"]["path"]) for n in demo} == DEMO_KEYS
-        assert {n["groupName"] for n in demo} == {"raw", "sales", "customers", "ops", "payments", "external"}
+        locations = _wait_for_locations(proc, port, log_path, count=1)
+        location = locations["partitioned"]
+        assert location["__typename"] == "RepositoryLocation", location
+        nodes = location["repositories"][0]["assetNodes"]
+        assert {("mart", "daily_events"), ("mart", "bad_days")} <= {tuple(n["assetKey"]["path"]) for n in nodes}
 
         # Launched together, as two clicks would: all ten days with batch=5 (two runs, two
         # commits), and a range with a failing day with batch=2 (the run holding 2024-01-04
@@ -191,7 +184,7 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, 
         assert len(history(spark, str(lake / "mart" / "bad_days"))) == 2
 
         services = _descendants(proc.pid)
-        assert len(services) >= 4, services  # dagster dev, its webserver, daemon, two code servers
+        assert len(services) >= 3, services  # dagster dev, its webserver, daemon, a code server
         proc.send_signal(signal.SIGTERM)  # only to the wrapper, as `kill <pid>` would
         assert proc.wait(timeout=90) == 0
         deadline = time.monotonic() + 60

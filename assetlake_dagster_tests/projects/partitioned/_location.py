@@ -1,4 +1,4 @@
-"""A second code location for the `dagster dev` test: this folder's SQL beside the demo.
+"""The code location of the `dagster dev` test: this folder's SQL.
 
 The lake root comes from ``$ASSETLAKE_LAKE_ROOT`` (read when a step runs). The leading
 underscore keeps ``build_definitions`` from importing this file as a Python asset module.
