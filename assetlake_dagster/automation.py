@@ -49,6 +49,7 @@ from assetlake_dagster.schedules import (
     DEFAULT_CRON_TIMEZONE,
     AssetEntry,
     asset_schedules,
+    check_generated_names,
     group_jobs,
     without_replaced,
 )
@@ -157,6 +158,7 @@ def generated_definitions(
     jobs, schedules, sensors = list(jobs), list(schedules), list(sensors)
     entries = [_sql_entry(spec, assets_def) for spec, assets_def in zip(specs, sql_assets)]
     entries += [entry for asset in other_assets for entry in _python_entries(asset)]
+    check_generated_names(entries)
     taken = {schedule.name for schedule in schedules}
     scheduled = [(job, schedule) for job, schedule in asset_schedules(entries) if schedule.name not in taken]
     sensor = automation_sensor([*sql_assets, *other_assets], sensors)
@@ -176,6 +178,7 @@ def _sql_entry(spec: SqlAssetSpec, assets_def: dg.AssetsDefinition) -> AssetEntr
         partitions_def=asset_spec.partitions_def,
         schedule=spec.schedule,
         source=f"{display_path(spec.path)}:{line}" if line else "",
+        where=f"{display_path(spec.path)}:{spec.materialize.location.line if spec.materialize.location else 1}",
     )
 
 

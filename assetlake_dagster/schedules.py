@@ -11,7 +11,8 @@ hourly, daily, weekly, monthly, time, static, dynamic, multi or partitioned), an
 ones with different starts) are numbered in the order of their first asset key:
 ``sales_daily_job``, then ``sales_daily_2_job``. A group of external tables only (the
 ``external`` group) has nothing to run and gets no job. A ``/`` in a group name becomes
-``__``.
+``__``; two groups that then share a generated name (``a/b`` and ``a__b``) fail the load
+(:func:`check_generated_names`).
 
 **Schedules.** The SQL assets with a ``-- schedule`` line are bucketed by group, cron,
 time zone and partitions definition; each bucket is one schedule on one job of its own
@@ -47,6 +48,7 @@ from typing import Any, Optional, Union
 import dagster as dg
 
 from assetlake_dagster.dagster_internals import partition_keys_starting_in, time_window_of
+from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.spec import ScheduleSpec
 
 #: The zone of a cron written without ``tz=``.
@@ -66,6 +68,7 @@ class AssetEntry:
         partitions_def: the asset's partitions, if any.
         schedule: the file's ``-- schedule`` line (SQL assets only).
         source: where the schedule line is, for descriptions (``orders.sql:3``).
+        where: where the asset is defined, for errors (``orders.sql:1``; SQL assets only).
     """
 
     key: dg.AssetKey
@@ -73,6 +76,7 @@ class AssetEntry:
     partitions_def: Optional[dg.PartitionsDefinition] = None
     schedule: Optional[ScheduleSpec] = None
     source: str = ""
+    where: str = ""
 
     @property
     def sort_key(self) -> str:
@@ -88,22 +92,85 @@ def group_jobs(entries: Sequence[AssetEntry]) -> list[AssetJob]:
         ...                              AssetEntry(dg.AssetKey(["s", "b"]), "sales")])]
         ['sales_job']
     """
-    jobs = []
+    return [
+        dg.define_asset_job(plan.name, selection=plan.selection, description=plan.description)
+        for plan in _group_job_plans(entries)
+    ]
+
+
+@dataclass(frozen=True)
+class _JobPlan:
+    name: str
+    selection: dg.AssetSelection
+    description: str
+    #: What the name stands for, for the clash error ("the group 'sales' (s/a in a.sql:1)").
+    origin: str
+
+
+def _group_job_plans(entries: Sequence[AssetEntry]) -> list[_JobPlan]:
+    plans = []
     for group, members in _by_group(entries).items():
         base = _name(group)
+        origin = f"the group '{group}' ({_at(members[0], members[0].where)})"
         by_partitions = _by_partitions(members)
         partitioned = [p for p in by_partitions if p is not None]
         if len(partitioned) <= 1:
             description = f"Every asset of the group '{group}'."
-            jobs.append(dg.define_asset_job(f"{base}_job", selection=dg.AssetSelection.groups(group), description=description))
+            plans.append(_JobPlan(f"{base}_job", dg.AssetSelection.groups(group), description, origin))
             continue
         for partitions_def, suffix in _cadence_names(by_partitions).items():
             keys = [m.key for m in by_partitions[partitions_def]]
             name = f"{base}_{suffix}_job" if suffix else f"{base}_job"
             what = f"partitioned {partitions_def}" if partitions_def is not None else "unpartitioned"
             description = f"The {what} assets of the group '{group}'."
-            jobs.append(dg.define_asset_job(name, selection=dg.AssetSelection.assets(*keys), description=description))
-    return jobs
+            plans.append(_JobPlan(name, dg.AssetSelection.assets(*keys), description, origin))
+    return plans
+
+
+def check_generated_names(entries: Sequence[AssetEntry]) -> None:
+    """Refuse two generated jobs or schedules of one name.
+
+    Dagster names allow only letters, digits and ``_``, so a group ``a/b`` and a group
+    ``a__b`` both make ``a__b_job`` (and an asset ``a/b`` alone on its cron makes the
+    ``a__b_schedule`` of a group ``a/b``). Numbering one of them would rename the other's
+    job and schedule when a group is added, and a schedule's state and history follow its
+    name; so the load fails, naming both and where they are.
+
+    Raises:
+        ConfigError: every clash, one per line.
+
+    Example:
+        >>> check_generated_names([AssetEntry(dg.AssetKey(["x", "a"]), "a/b"), AssetEntry(dg.AssetKey(["y", "a"]), "a__b")])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        assetlake_dagster.errors.ConfigError: the job name 'a__b_job' is generated twice: ...
+    """
+    claims: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for plan in _group_job_plans(entries):
+        claims.setdefault(plan.name, []).append(plan.origin)
+        kinds[plan.name] = "job"
+    for bucket in _schedule_buckets(entries):
+        for name, kind in ((bucket.name, "schedule"), (f"{bucket.name}_job", "job")):
+            claims.setdefault(name, []).append(bucket.origin)
+            kinds[name] = kind
+    problems = []
+    for name, origins in claims.items():
+        if len(origins) < 2:
+            continue
+        times = "twice" if len(origins) == 2 else f"{len(origins)} times"
+        listed = ", ".join(f"for {o}" for o in origins[:-1]) + f" and for {origins[-1]}"
+        problems.append(
+            f"the {kinds[name]} name '{name}' is generated {times}: {listed}. Dagster names allow only "
+            "letters, digits and '_' (a group's '/' becomes '__'), so rename one of them: its "
+            "'-- group' line (or the translator's get_group_name), or the table."
+        )
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def _at(entry: AssetEntry, where: str) -> str:
+    return entry.sort_key + (f" in {where}" if where else "")
 
 
 def asset_schedules(entries: Sequence[AssetEntry]) -> list[tuple[AssetJob, dg.ScheduleDefinition]]:
@@ -115,6 +182,29 @@ def asset_schedules(entries: Sequence[AssetEntry]) -> list[tuple[AssetJob, dg.Sc
         [('analytics__orders_schedule_job', 'analytics__orders_schedule')]
     """
     found = []
+    for b in _schedule_buckets(entries):
+        job = dg.define_asset_job(
+            f"{b.name}_job",
+            selection=dg.AssetSelection.assets(*(m.key for m in b.members)),
+            description=f"The assets of the schedule {b.name}.",
+        )
+        found.append((job, _schedule(b.name, job, b.cron, b.tz, b.partitions_def, b.members)))
+    return found
+
+
+@dataclass(frozen=True)
+class _Bucket:
+    name: str
+    cron: str
+    tz: str
+    partitions_def: Optional[dg.PartitionsDefinition]
+    members: list[AssetEntry]
+    #: What the name stands for, for the clash error.
+    origin: str
+
+
+def _schedule_buckets(entries: Sequence[AssetEntry]) -> list[_Bucket]:
+    found = []
     for group, members in _by_group([e for e in entries if e.schedule is not None]).items():
         buckets: dict[tuple, list[AssetEntry]] = {}
         for member in members:
@@ -124,17 +214,15 @@ def asset_schedules(entries: Sequence[AssetEntry]) -> list[tuple[AssetJob, dg.Sc
             buckets.setdefault((schedule.cron, tz, member.partitions_def), []).append(member)
         shared = 0
         for (cron, tz, partitions_def), bucket in sorted(buckets.items(), key=lambda item: item[1][0].sort_key):
+            first = bucket[0]
             if len(bucket) == 1:
-                name = f"{_key_name(bucket[0].key)}_schedule"
+                name = f"{_key_name(first.key)}_schedule"
+                origin = f"the schedule of {first.sort_key} ({_at(first, first.source)})"
             else:
                 shared += 1
                 name = f"{_name(group)}_schedule" + (f"_{shared}" if shared > 1 else "")
-            job = dg.define_asset_job(
-                f"{name}_job",
-                selection=dg.AssetSelection.assets(*(m.key for m in bucket)),
-                description=f"The assets of the schedule {name}.",
-            )
-            found.append((job, _schedule(name, job, cron, tz, partitions_def, bucket)))
+                origin = f"the schedule of the group '{group}' ({_at(first, first.source)})"
+            found.append(_Bucket(name, cron, tz, partitions_def, bucket, origin))
     return found
 
 
@@ -285,3 +373,4 @@ def _name(group: str) -> str:
 
 def _key_name(key: dg.AssetKey) -> str:
     return "__".join(re.sub(r"\W", "_", part) for part in key.path)
+
