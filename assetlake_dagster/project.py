@@ -320,6 +320,7 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         kinds=header.kinds,
         schedule=header.schedule,
         automation=header.automation,
+        freshness=header.freshness,
         columns=header.columns,
         code_version=code_version,
     )

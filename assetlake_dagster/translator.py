@@ -12,6 +12,7 @@ import dagster as dg
 
 from assetlake_dagster.automation import automation_condition
 from assetlake_dagster.errors import display_path
+from assetlake_dagster.freshness import freshness_policy
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, SqlAssetSpec, TableUri
 
@@ -94,6 +95,23 @@ class AssetlakeTranslator:
         """
         return automation_condition(spec.automation) if spec.automation else None
 
+    def get_freshness_policy(self, spec: SqlAssetSpec) -> Optional[dg.FreshnessPolicy]:
+        """The asset's freshness policy: the ``-- freshness`` line, else none.
+
+        Example:
+            Every asset of the ``marts`` group fresh within a day, unless its file says otherwise:
+
+            >>> from datetime import timedelta
+            >>> class FreshMarts(AssetlakeTranslator):
+            ...     def get_freshness_policy(self, spec):
+            ...         policy = super().get_freshness_policy(spec)
+            ...         if policy is None and self.get_group_name(spec) == "marts":
+            ...             return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=24))
+            ...         return policy
+            >>> defs = build_definitions("pipelines/", translator=FreshMarts())  # doctest: +SKIP
+        """
+        return freshness_policy(spec.freshness) if spec.freshness else None
+
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
         """Catalog metadata: table name, file, code reference, column descriptions.
 
@@ -135,6 +153,7 @@ class AssetlakeTranslator:
             kinds=self.get_kinds(spec),
             partitions_def=self.get_partitions_def(spec),
             automation_condition=self.get_automation_condition(spec),
+            freshness_policy=self.get_freshness_policy(spec),
         )
 
     def get_external_asset_spec(self, uri: TableUri, referenced_by: Optional[list[str]] = None) -> dg.AssetSpec:

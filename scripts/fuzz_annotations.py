@@ -61,6 +61,7 @@ WORDS = [
     "accepted_values", "relationships", "->", "delta://s/t.c", "tests/x.sql", "warn", "error", "$n", "$d",
     "(int)", "(date)", "(float)", "(string)", "=", "a,b", "a,,b", "group", "owner", "tags", "k=v",
     "description", "kinds", "schedule", "0 2 * * *", "automation", "eager", "on_cron", "on_missing",
+    "freshness", "fail=26h", "warn=24h", "warn=0m", "fail=1x", "cron", "lower_bound=1h", "lower_bound=2d",
     "{partition}", "'{partition}'", "{partition_end}", "{partitio_end}", "x", ",", "'", '"', "\\", "²",
     "１２", "٣", "\t", "\x01", "\x00", "\u200b", "\ufeff", "…", "...", "|", "[", "]", "(", ")", "{", "}",
 ]
@@ -133,6 +134,7 @@ def template_line(rng: random.Random) -> str:
             f"-- $n ({rng.choice(['int', 'date', 'float', 'string', 'bool'])}) = {rng.choice(['1', '2024-01-01', '1.5', 'x', noise(rng, 3)])}",
             f"-- schedule {rng.choice(['0 2 * * *', '*/5 * * * *', '0 25 * * *', noise(rng, 5)])}",
             f"-- automation {rng.choice(['eager', 'on_missing', 'on_cron 0 2 * * *', 'on_cron 0 2 * * * tz=Local'])}",
+            f"-- freshness {rng.choice(['fail=26h warn=24h', 'fail=1d', 'cron 0 9 * * * lower_bound=1h', 'cron 0 9 * * * lower_bound=2d', 'fail=' + noise(rng, 3)])}",
         ]
     )
 

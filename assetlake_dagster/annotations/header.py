@@ -16,6 +16,7 @@ from assetlake_dagster.spec import (
     URI_SCHEME,
     ArgumentSpec,
     AutomationSpec,
+    FreshnessSpec,
     ColumnSpec,
     DataTestSpec,
     MaterializeSpec,
@@ -55,6 +56,7 @@ class Header:
             or default is reported once, not again as an undeclared ``:name``.
         schedule: the ``-- schedule`` line, if any and valid.
         automation: the ``-- automation`` line, if any and valid.
+        freshness: the ``-- freshness`` line, if any and valid.
         columns: the ``-- column`` lines, merged per output column, in file order.
         body_start: the 1-based line where the SQL body starts (the first non-header line).
     """
@@ -78,6 +80,7 @@ class Header:
     automation: Optional[AutomationSpec] = None
     columns: tuple[ColumnSpec, ...] = ()
     body_start: int = 1
+    freshness: Optional[FreshnessSpec] = None
 
 
 @dataclass
@@ -111,6 +114,8 @@ class HeaderDraft:
     schedule: Optional[ScheduleSpec] = None
     automation_keyword: Optional[Word] = None  # the `automation` keyword, valid or not
     automation: Optional[AutomationSpec] = None
+    freshness_keyword: Optional[Word] = None  # the `freshness` keyword, valid or not
+    freshness: Optional[FreshnessSpec] = None
     # By output column, lower-cased (Spark's column names are case-insensitive).
     columns: dict[str, ColumnSpec] = field(default_factory=dict)
     column_lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (column, form) -> line
@@ -139,6 +144,7 @@ class HeaderDraft:
             kinds=tuple(self.kinds),
             schedule=self.schedule,
             automation=self.automation,
+            freshness=self.freshness,
             columns=tuple(self.columns.values()),
             body_start=body_start,
         )

@@ -9,6 +9,7 @@ and one entry in :data:`LINE_PARSERS`::
     -- group sales                                               -> catalog.py
     -- schedule 0 2 * * * tz=Europe/Berlin                       -> automation.py
     -- automation eager                                          -> automation.py
+    -- freshness fail=26h warn=24h                               -> freshness.py
     -- column order_total <- delta://sales/orders.amount         -> column.py
 """
 
@@ -25,6 +26,7 @@ from assetlake_dagster.annotations.catalog import (
 )
 from assetlake_dagster.annotations.column import parse_column
 from assetlake_dagster.annotations.data_test import parse_data_test
+from assetlake_dagster.annotations.freshness import parse_freshness
 from assetlake_dagster.annotations.header import Header, HeaderDraft, Word, header_length, split_words
 from assetlake_dagster.annotations.materialize import check_materialized, parse_materialize
 from assetlake_dagster.annotations.partitioned import check_not_history, parse_partitioned
@@ -52,6 +54,7 @@ LINE_PARSERS: dict[str, LineParser] = {
     "data_test": parse_data_test,
     "schedule": parse_schedule,
     "automation": parse_automation,
+    "freshness": parse_freshness,
     "column": parse_column,
 }
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.

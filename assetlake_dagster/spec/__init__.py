@@ -42,6 +42,7 @@ from assetlake_dagster.spec.model import (
     PartitionSpec as PartitionSpec,
     ScheduleSpec as ScheduleSpec,
     AutomationSpec as AutomationSpec,
+    FreshnessSpec as FreshnessSpec,
     WindowSpec as WindowSpec,
     DataTestSpec as DataTestSpec,
     UpstreamSpec as UpstreamSpec,

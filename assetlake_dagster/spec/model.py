@@ -8,6 +8,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
@@ -256,6 +257,27 @@ class AutomationSpec:
 
 
 @dataclass(frozen=True)
+class FreshnessSpec:
+    """The ``-- freshness fail=<duration> [warn=<duration>]`` or
+    ``-- freshness cron <cron> lower_bound=<duration> [tz=<zone>]`` line.
+
+    Attributes:
+        fail: window form: how old the last materialization may get before the asset fails.
+        warn: window form: the same for a warning (shorter than ``fail``).
+        cron: cron form: the deadline by which the asset must have been materialized...
+        lower_bound: cron form: ...at most this long before the deadline.
+        timezone: cron form: the IANA time zone of the cron (default: UTC).
+    """
+
+    fail: Optional[timedelta] = None
+    warn: Optional[timedelta] = None
+    cron: Optional[str] = None
+    lower_bound: Optional[timedelta] = None
+    timezone: Optional[str] = None
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class WindowSpec:
     """``window=<count><unit>`` on an ``-- on`` line: the trailing upstream partitions.
 
@@ -409,6 +431,7 @@ class SqlAssetSpec:
         automation: the ``-- automation`` line, if any.
         columns: the ``-- column`` lines, one entry per output column named, in file order.
         code_version: sha256 of the file contents.
+        freshness: the ``-- freshness`` line, if any.
     """
 
     path: str
@@ -429,6 +452,7 @@ class SqlAssetSpec:
     automation: Optional[AutomationSpec] = None
     columns: tuple[ColumnSpec, ...] = ()
     code_version: str = ""
+    freshness: Optional[FreshnessSpec] = None
 
     @property
     def uri(self) -> TableUri:

@@ -156,6 +156,19 @@ CASES = [
         id="schedule-and-automation",
     ),
     pytest.param(
+        {
+            "a.sql": "-- materialize delta://m/a\n-- freshness fail=24h warn=1x\n\nSELECT 1 AS id\n",
+            "b.sql": "-- materialize delta://m/b\n-- freshness cron 0 9 * * * lower_bound=2d\n\nSELECT id FROM m.a\n",
+        },
+        [
+            "a.sql:2:28: '1x' is not a duration. "
+            "Write a whole number and a unit, m (minutes), h (hours) or d (days), e.g. '26h'.",
+            "b.sql:2:29: 'lower_bound=2d' is longer than the time between two ticks of '0 9 * * *'. "
+            "Make 'lower_bound=' at most the cron's smallest interval, e.g. 'lower_bound=1h' for a daily cron.",
+        ],
+        id="freshness",
+    ),
+    pytest.param(
         {"a.sql": "-- materialize delta://m/a\n-- partitioned daily start=0000-01-01 tz=Europe/Berlin\n\nSELECT 1 AS id\n"},
         ["a.sql:2:22: start= '0000-01-01' is not a date. Write start=YYYY-MM-DD, or start=YYYY-MM-DDTHH:MM for an hour."],
         id="year-0-start-with-a-zone",
