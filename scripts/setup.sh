@@ -80,7 +80,7 @@ import pyspark
 try:
     import pyspark.sql.connect.session  # noqa: F401  (needs grpcio, grpcio-status, ...)
 except ImportError as exc:
-    sys.exit(f"setup: the Spark Connect client is not installed ({exc}); run: .venv/bin/pip install -e '.[connect]'")
+    sys.exit(f"setup: the Spark Connect client is not installed ({exc}); run: .venv/bin/pip install -e .")
 if not glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-connect_2.13-*.jar")):
     sys.exit("setup: this pyspark has no Spark Connect server jar (jars/spark-connect_2.13-*.jar)")
 PY
