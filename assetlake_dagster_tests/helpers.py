@@ -124,3 +124,26 @@ def load_script(name: str):
 def load_fuzzer():
     """``scripts/fuzz_annotations.py`` as a module."""
     return load_script("fuzz_annotations")
+
+
+#: The first line of a one-file header in the grammar tests.
+MATERIALIZE_LINE = "-- materialize delta://a/t\n"
+
+
+def parsed_header(lines: str):
+    """The header of ``MATERIALIZE_LINE`` + ``lines``, asserted free of problems."""
+    from assetlake_dagster.annotations import parse_header
+    from assetlake_dagster.errors import SourceText
+
+    header, problems = parse_header(SourceText.of("f.sql", MATERIALIZE_LINE + lines + "\n"))
+    assert [p.render() for p in problems] == []
+    return header
+
+
+def header_errors(lines: str) -> list[str]:
+    """The first line of each problem of the header ``MATERIALIZE_LINE`` + ``lines``."""
+    from assetlake_dagster.annotations import parse_header
+    from assetlake_dagster.errors import SourceText
+
+    _, problems = parse_header(SourceText.of("f.sql", MATERIALIZE_LINE + lines + "\n"))
+    return [p.render().splitlines()[0] for p in problems]

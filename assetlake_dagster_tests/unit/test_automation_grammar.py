@@ -8,22 +8,11 @@ from assetlake_dagster.annotations import parse_header
 from assetlake_dagster.errors import SourceText
 from assetlake_dagster.project import parse_file
 from assetlake_dagster.spec import AutomationKind, AutomationSpec, ScheduleSpec
-from assetlake_dagster_tests.helpers import run_cli
+from assetlake_dagster_tests.helpers import MATERIALIZE_LINE, header_errors, parsed_header, run_cli
 
-M = "-- materialize delta://a/t\n"
+M = MATERIALIZE_LINE
 CRON_HINT = "Write five fields: minute hour day-of-month month day-of-week, e.g. '0 2 * * *'."
 ZONE_HINT = "Use an IANA name, e.g. 'tz=Europe/Berlin' or 'tz=UTC'."
-
-
-def _header(lines):
-    header, problems = parse_header(SourceText.of("f.sql", M + lines + "\n"))
-    assert [p.render() for p in problems] == []
-    return header
-
-
-def _errors(lines):
-    _, problems = parse_header(SourceText.of("f.sql", M + lines + "\n"))
-    return [p.render().splitlines()[0] for p in problems]
 
 
 @pytest.mark.parametrize(
@@ -40,7 +29,7 @@ def _errors(lines):
     ],
 )
 def test_schedule_line(line, expected):
-    header = _header(line)
+    header = parsed_header(line)
     assert header.schedule == expected
     assert (header.schedule.location.line, header.schedule.location.col) == (2, 4)
 
@@ -61,7 +50,7 @@ def test_schedule_line(line, expected):
     ],
 )
 def test_automation_line(line, expected):
-    assert _header(line).automation == expected
+    assert parsed_header(line).automation == expected
 
 
 def test_a_file_may_have_both_and_the_spec_carries_them():
@@ -252,18 +241,18 @@ INVALID = [
 
 @pytest.mark.parametrize("lines, expected", INVALID)
 def test_invalid_line(lines, expected):
-    assert _errors(lines) == [expected]
+    assert header_errors(lines) == [expected]
 
 
 def test_a_bad_cron_and_a_bad_zone_are_both_reported():
-    assert _errors("-- schedule 0 2 * * tz=Nowhere") == [
+    assert header_errors("-- schedule 0 2 * * tz=Nowhere") == [
         f"f.sql:2:13: cron schedule '0 2 * *' has 4 fields, not 5. {CRON_HINT}",
         f"f.sql:2:21: unknown time zone 'Nowhere'. {ZONE_HINT}",
     ]
 
 
 def test_a_second_schedule_is_refused_even_when_the_first_is_invalid():
-    assert _errors("-- schedule 0 2 * *\n-- schedule 0 3 * * *") == [
+    assert header_errors("-- schedule 0 2 * *\n-- schedule 0 3 * * *") == [
         f"f.sql:2:13: cron schedule '0 2 * *' has 4 fields, not 5. {CRON_HINT}",
         "f.sql:3:4: a schedule is already set on line 2. An asset has one schedule; keep one '-- schedule' line.",
     ]

@@ -5,28 +5,16 @@ from datetime import timedelta
 import dagster as dg
 import pytest
 
-from assetlake_dagster.annotations import parse_header
 from assetlake_dagster.build import build_definitions
-from assetlake_dagster.errors import SourceText
 from assetlake_dagster.project import parse_file
 from assetlake_dagster.spec import FreshnessSpec
 from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster_tests.helpers import MATERIALIZE_LINE, header_errors, parsed_header
 
-M = "-- materialize delta://a/t\n"
+M = MATERIALIZE_LINE
 DURATION_HINT = "Write a whole number and a unit, m (minutes), h (hours) or d (days), e.g. '26h'."
 FORMS = "'-- freshness fail=<duration> [warn=<duration>]' or '-- freshness cron <cron> lower_bound=<duration> [tz=<zone>]'"
 CRON_FORM = "-- freshness cron <cron> lower_bound=<duration> [tz=<zone>]"
-
-
-def _header(lines):
-    header, problems = parse_header(SourceText.of("f.sql", M + lines + "\n"))
-    assert [p.render() for p in problems] == []
-    return header
-
-
-def _errors(lines):
-    _, problems = parse_header(SourceText.of("f.sql", M + lines + "\n"))
-    return [p.render().splitlines()[0] for p in problems]
 
 
 H = timedelta(hours=1)
@@ -54,7 +42,7 @@ H = timedelta(hours=1)
     ],
 )
 def test_freshness_line(line, expected):
-    header = _header(line)
+    header = parsed_header(line)
     assert header.freshness == expected
     assert (header.freshness.location.line, header.freshness.location.col) == (2, 4)
 
@@ -151,7 +139,7 @@ INVALID = [
 
 @pytest.mark.parametrize("line, expected", INVALID)
 def test_freshness_error(line, expected):
-    assert _errors(line) == [expected]
+    assert header_errors(line) == [expected]
 
 
 def test_the_spec_carries_the_line_and_the_asset_the_policy(tmp_path):
