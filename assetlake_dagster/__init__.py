@@ -2,16 +2,17 @@
 
 The public API, pinned by ``assetlake_dagster_tests/unit/test_public_api.py`` and described in
 ``docs/your-project.md``: what a user calls (``build_definitions``, ``sql_run_config``,
-``managed_write``, ``load_project``), configures (``SparkDeltaResource``, ``DeltaIOManager``),
-subclasses (``AssetlakeTranslator``), receives in a translator's methods (``SqlAssetSpec``,
-``TableUri``, with ``MaterializeSpec`` and ``WriteStrategy`` on the spec) and catches (the
-errors). Everything else is internal and may move.
+``managed_write``, ``load_project``), names in a ``defs.yaml`` (``AssetlakeProjectComponent``),
+configures (``SparkDeltaResource``, ``DeltaIOManager``), subclasses (``AssetlakeTranslator``),
+receives in a translator's methods (``SqlAssetSpec``, ``TableUri``, with ``MaterializeSpec`` and
+``WriteStrategy`` on the spec) and catches (the errors). Everything else is internal and may move.
 
 Importing the package imports Dagster but no engine library (PySpark, pandas, sqlglot): a code
 location's load stays cheap.
 """
 
 from assetlake_dagster.build import build_definitions as build_definitions
+from assetlake_dagster.component import AssetlakeProjectComponent as AssetlakeProjectComponent
 from assetlake_dagster.errors import (
     AssetlakeError as AssetlakeError,
     ConfigError as ConfigError,
@@ -39,6 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     # Definitions
     "build_definitions",
+    "AssetlakeProjectComponent",
     "sql_run_config",
     "load_project",
     "Project",

@@ -32,6 +32,7 @@ def build_sql_asset(
     translator: AssetlakeTranslator,
     keys_by_table: Optional[Mapping[TableUri, dg.AssetKey]] = None,
     lake: Optional[Lake] = None,
+    io_manager_key: str = "io_manager",
 ) -> dg.AssetsDefinition:
     """One annotated SQL file -> one asset.
 
@@ -45,6 +46,7 @@ def build_sql_asset(
         keys_by_table: the (translated) asset key of each table of the definitions, so
             deps on upstream tables follow a translator that renames keys.
         lake: where the table is stored (its location becomes ``dagster/uri``).
+        io_manager_key: the resource key of the Delta IO manager that writes the rows.
     """
     translated = translator.get_asset_spec(spec)
     deps, metadata = write_contract(translated, spec, keys_by_table or {}, lake)
@@ -101,6 +103,7 @@ def build_sql_asset(
         can_subset=tested,
         config_schema=argument_config_schema(spec.arguments),
         policy=backfill_policy(spec.partitions) if spec.partitions else None,
+        io_manager_key=io_manager_key,
     )
 
 
@@ -122,6 +125,7 @@ def _assets_definition(
     can_subset: bool,
     config_schema: Optional[Mapping[str, dg.Field]],
     policy: Optional[dg.BackfillPolicy],
+    io_manager_key: str = "io_manager",
 ) -> dg.AssetsDefinition:
     """The one-output asset ``@dg.multi_asset`` would build from these, built directly.
 
@@ -140,6 +144,7 @@ def _assets_definition(
         metadata=asset_spec.metadata,
         is_required=not can_subset,
         code_version=asset_spec.code_version,
+        io_manager_key=io_manager_key,
     )
     op = dg.OpDefinition(
         compute_fn=decorated_op_function(compute),

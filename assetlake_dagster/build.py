@@ -48,6 +48,8 @@ def build_definitions(
     jobs: Iterable = (),
     git_url: Optional[str] = None,
     git_branch: Optional[str] = None,
+    io_manager_key: str = "io_manager",
+    executor: Optional[dg.ExecutorDefinition] = dg.in_process_executor,
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -72,10 +74,18 @@ def build_definitions(
             to its file there instead of the local path.
         git_branch: the branch those links name (default ``$ASSETLAKE_GIT_BRANCH``, else
             the checked-out branch, else ``main``).
+        io_manager_key: the resource key of the Delta IO manager that writes the SQL assets
+            and that external tables load through (default ``io_manager``: the code
+            location's default IO manager). The component passes a key of its own, so the
+            other assets of a ``dg`` project keep theirs; Python assets use the key they
+            were defined with.
+        executor: the executor of the definitions (default: in-process, one JVM for the
+            whole run); ``None`` sets none, leaving the code location's (as the component
+            does).
 
     Returns:
-        Definitions with the assets, the ``spark`` resource, the Delta IO manager as the
-        default ``io_manager``, and the in-process executor (one JVM for the whole run);
+        Definitions with the assets, the ``spark`` resource, the Delta IO manager under
+        ``io_manager_key``, and the ``executor``;
         a job per group (``<group>_job``), a schedule per ``-- schedule`` line and, when
         an asset has an automation condition, the running ``assetlake_automation_sensor``
         (see :mod:`assetlake_dagster.schedules` and :mod:`assetlake_dagster.automation`);
@@ -97,14 +107,16 @@ def build_definitions(
     keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
-    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake) for spec in project.assets]
+    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake, io_manager_key) for spec in project.assets]
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
 
     readers: dict = {}
     for spec in project.assets:
         for up in spec.upstreams:
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-    external = [external_table_asset(translator, uri, readers.get(uri), lake) for uri in project.external]
+    external = [
+        external_table_asset(translator, uri, readers.get(uri), lake, io_manager_key) for uri in project.external
+    ]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.
     # Readers as the definitions have them: a translator's partitions and deps, Python assets.
@@ -117,6 +129,6 @@ def build_definitions(
         schedules=[*schedules, *generated.schedules],
         sensors=[*sensors, *generated.sensors],
         jobs=[*jobs, *generated.jobs],
-        resources={SPARK_RESOURCE_KEY: resource, "io_manager": DeltaIOManager(spark=resource)},
-        executor=dg.in_process_executor,
+        resources={SPARK_RESOURCE_KEY: resource, io_manager_key: DeltaIOManager(spark=resource)},
+        executor=executor,
     )

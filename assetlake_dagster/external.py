@@ -30,7 +30,11 @@ from assetlake_dagster.translator import AssetlakeTranslator
 
 
 def external_table_asset(
-    translator: AssetlakeTranslator, uri: TableUri, readers: Optional[list[str]], lake: Lake
+    translator: AssetlakeTranslator,
+    uri: TableUri,
+    readers: Optional[list[str]],
+    lake: Lake,
+    io_manager_key: str = "io_manager",
 ) -> dg.AssetsDefinition:
     """The translator's spec of an external table, observable from its Delta log.
 
@@ -39,11 +43,15 @@ def external_table_asset(
         uri: the table.
         readers: the SQL names of the tables that read it (for the description).
         lake: where the table lives.
+        io_manager_key: the resource key a Python asset that takes the table as an input
+            loads it through.
     """
     spec = translator.get_external_asset_spec(uri, readers)
     # The table is named after the translator ran, so the IO manager finds it whatever key
     # the translator chose.
     spec = spec.replace_attributes(metadata={**spec.metadata, TABLE_METADATA_KEY: str(uri)})
+    if io_manager_key != "io_manager":
+        spec = spec.with_io_manager_key(io_manager_key)
 
     with warnings.catch_warnings():
         # Beta in Dagster 1.13; the one observable kind that takes a whole AssetSpec (kinds,

@@ -19,6 +19,7 @@ from assetlake_dagster_tests.helpers import REPO
 PUBLIC_API = [
     # Definitions
     "build_definitions",
+    "AssetlakeProjectComponent",
     "sql_run_config",
     "load_project",
     "Project",
@@ -44,6 +45,7 @@ PUBLIC_API = [
 #: re-export is the object itself, not a copy).
 HOMES = {
     "build_definitions": "assetlake_dagster.build",
+    "AssetlakeProjectComponent": "assetlake_dagster.component",
     "sql_run_config": "assetlake_dagster.run_config",
     "load_project": "assetlake_dagster.project",
     "Project": "assetlake_dagster.project",

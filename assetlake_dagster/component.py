@@ -1,0 +1,167 @@
+"""``AssetlakeProjectComponent``: a folder of annotated SQL files as a component of a ``dg`` project.
+
+The YAML face of :func:`~assetlake_dagster.build.build_definitions`, following
+``dagster_dbt.DbtProjectComponent``: a ``defs.yaml`` names the SQL folder, the lake and the
+Spark settings, and ``translation`` changes the asset attributes with templates. Unlike the
+Pythonic API's defaults, the component is a good neighbour in a project with other
+components: its Delta IO manager has a resource key of its own (``assetlake_io_manager``),
+and it sets no executor. ``post_processing`` is the ``defs.yaml`` key every component has.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import dagster as dg
+from dagster.components.component.component import Component
+from dagster.components.component_scaffolding import scaffold_component
+from dagster.components.core.context import ComponentLoadContext
+from dagster.components.resolved.base import Resolvable
+from dagster.components.resolved.model import Model
+from dagster.components.scaffold.scaffold import Scaffolder, ScaffoldRequest, scaffold_with
+from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
+from pydantic import BaseModel, Field
+
+from assetlake_dagster.build import build_definitions
+from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spec import SqlAssetSpec
+from assetlake_dagster.translator import AssetlakeTranslator
+
+#: The resource key of the component's Delta IO manager (not the project's ``io_manager``).
+COMPONENT_IO_MANAGER_KEY = "assetlake_io_manager"
+
+EXAMPLE_SQL = """\
+-- materialize delta://analytics/example
+-- description An example table: replace this file with your own SELECTs.
+
+SELECT 1 AS id, 'hello' AS greeting
+"""
+
+
+class SparkSettings(Model):
+    """The Spark fields of :class:`~assetlake_dagster.resources.SparkDeltaResource` (unset:
+    the resource's default, which falls back to the environment)."""
+
+    mode: Optional[str] = Field(default=None, description="'engine' (default) or 'local'.")
+    master: Optional[str] = Field(default=None, description="Spark master, e.g. local[2].")
+    remote: Optional[str] = Field(default=None, description="Spark Connect URL, e.g. sc://host:15002.")
+    engine_idle_timeout: Optional[float] = Field(default=None, description="Seconds before an idle engine stops.")
+    app_name: Optional[str] = Field(default=None, description="Spark application name.")
+    spark_conf: Optional[dict[str, str]] = Field(default=None, description="Extra Spark settings.")
+    s3_endpoint: Optional[str] = Field(default=None, description="S3 endpoint of an s3a:// lake.")
+    s3_region: Optional[str] = Field(default=None, description="Region of an s3a:// lake's bucket.")
+    s3_path_style: Optional[bool] = Field(default=None, description="Path-style S3 addressing.")
+    deletion_vectors: Optional[bool] = Field(default=None, description="New tables with deletion vectors.")
+
+
+def _translation_vars(sql: SqlAssetSpec) -> Mapping[str, Any]:
+    """What a ``translation`` template sees of a SQL file, beside ``spec`` (the AssetSpec)."""
+    return {
+        "sql": sql,
+        "table": sql.materialize.uri.table,
+        "schema": sql.materialize.uri.schema,
+        "file": Path(sql.path).stem,
+    }
+
+
+class _TranslatedTranslator(AssetlakeTranslator):
+    """The component's translator: the assetlake attributes, then ``translation``'s."""
+
+    def __init__(self, translation: TranslationFn[SqlAssetSpec]):
+        self._translation = translation
+        self._specs: dict[str, dg.AssetSpec] = {}
+        self._untranslated: set[str] = set()  # files whose base spec is being made
+
+    def get_asset_spec(self, spec: SqlAssetSpec) -> dg.AssetSpec:
+        # Once per file: the key is asked for again for the deps of the files reading it.
+        if spec.path not in self._specs:
+            self._untranslated.add(spec.path)
+            try:
+                base = super().get_asset_spec(spec)
+            finally:
+                self._untranslated.discard(spec.path)
+            self._specs[spec.path] = self._translation(base, spec)
+        return self._specs[spec.path]
+
+    def get_asset_key(self, spec: SqlAssetSpec) -> dg.AssetKey:
+        if spec.path in self._untranslated:  # the base spec's key
+            return super().get_asset_key(spec)
+        return self.get_asset_spec(spec).key
+
+
+class AssetlakeProjectScaffolder(Scaffolder[BaseModel]):
+    """``dg scaffold defs assetlake_dagster.AssetlakeProjectComponent <name>``: a ``defs.yaml``
+    and ``sql/example.sql`` beside it."""
+
+    def scaffold(self, request: ScaffoldRequest[BaseModel]) -> None:
+        scaffold_component(request, {"project": "sql"})
+        sql_dir = Path(request.target_path) / "sql"
+        sql_dir.mkdir(parents=True, exist_ok=True)
+        example = sql_dir / "example.sql"
+        if not example.exists():
+            example.write_text(EXAMPLE_SQL)
+
+
+@scaffold_with(AssetlakeProjectScaffolder)
+@dataclass
+class AssetlakeProjectComponent(Component, Resolvable):
+    """A folder of annotated Spark SQL files as Dagster assets with managed Delta writes.
+
+    Everything :func:`~assetlake_dagster.build.build_definitions` makes of the folder: an asset
+    per SQL file, its checks, the external tables it reads, a job per group, a schedule per
+    ``-- schedule`` line, the automation and watch sensors.
+
+    Example ``defs.yaml``:
+
+    .. code-block:: yaml
+
+        type: assetlake_dagster.AssetlakeProjectComponent
+        attributes:
+          project: sql
+          lake_root: /data/lake
+          spark:
+            spark_conf:
+              spark.sql.shuffle.partitions: "8"
+          translation:
+            group_name: "lake_{{ schema }}"
+    """
+
+    project: str = field(metadata={"description": "The folder of SQL files, relative to this defs folder."})
+    lake_root: Optional[str] = None
+    spark: Optional[SparkSettings] = None
+    translation: Optional[
+        Annotated[
+            TranslationFn[SqlAssetSpec],
+            TranslationFnResolver(template_vars_for_translation_fn=_translation_vars),
+        ]
+    ] = None
+    load_python_files: bool = True
+    io_manager_key: str = COMPONENT_IO_MANAGER_KEY
+    git_url: Optional[str] = None
+    git_branch: Optional[str] = None
+
+    def project_dir(self, context: ComponentLoadContext) -> Path:
+        """The SQL folder: ``project`` relative to the component's defs folder."""
+        return (Path(context.path) / self.project).resolve()
+
+    def spark_resource(self) -> SparkDeltaResource:
+        """The Spark resource of ``lake_root`` and ``spark``."""
+        settings = self.spark.model_dump(exclude_none=True) if self.spark else {}
+        return SparkDeltaResource(lake_root=self.lake_root, **settings)
+
+    def translator(self) -> AssetlakeTranslator:
+        """The translator ``build_defs`` uses; override to subclass ``AssetlakeTranslator``."""
+        return _TranslatedTranslator(self.translation) if self.translation else AssetlakeTranslator()
+
+    def build_defs(self, context: ComponentLoadContext) -> dg.Definitions:
+        return build_definitions(
+            self.project_dir(context),
+            spark=self.spark_resource(),
+            translator=self.translator(),
+            load_python_files=self.load_python_files,
+            git_url=self.git_url,
+            git_branch=self.git_branch,
+            io_manager_key=self.io_manager_key,
+            executor=None,  # the code location's: a component does not choose it for the others
+        )

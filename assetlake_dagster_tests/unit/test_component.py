@@ -1,0 +1,207 @@
+"""AssetlakeProjectComponent: a defs.yaml loaded as ``dg`` loads it (Dagster's component
+sandbox, no Spark), compared with what ``build_definitions`` makes of the same folder.
+"""
+
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+from dagster.components.testing import create_defs_folder_sandbox
+
+from assetlake_dagster import AssetlakeProjectComponent, ProjectError, SparkDeltaResource, build_definitions
+from assetlake_dagster.component import COMPONENT_IO_MANAGER_KEY, EXAMPLE_SQL
+from assetlake_dagster_tests.helpers import REPO
+
+PROJECTS = os.path.join(REPO, "assetlake_dagster_tests", "projects")
+TYPE = "assetlake_dagster.AssetlakeProjectComponent"
+
+
+def _write_component(defs_folder: Path, name: str, attributes: dict, sql: dict[str, str]) -> Path:
+    path = defs_folder / name
+    (path / "sql").mkdir(parents=True)
+    (path / "defs.yaml").write_text(yaml.safe_dump({"type": TYPE, "attributes": attributes}))
+    for file, text in sql.items():
+        (path / "sql" / file).write_text(textwrap.dedent(text))
+    return path
+
+
+def _names(defs: dg.Definitions) -> dict:
+    """What a ``dg list defs`` shows: assets, checks, jobs, schedules, sensors."""
+    repo = defs.get_repository_def()
+    return {
+        "assets": sorted(spec.key.to_user_string() for spec in defs.resolve_all_asset_specs()),
+        "checks": sorted(key.to_user_string() for key in repo.asset_graph.asset_check_keys),
+        "jobs": sorted(job.name for job in repo.get_all_jobs() if not job.name.startswith("__")),
+        "schedules": sorted(s.name for s in repo.schedule_defs),
+        "sensors": sorted(s.name for s in repo.sensor_defs),
+    }
+
+
+def test_scaffold_writes_a_defs_yaml_and_an_example_sql_file_that_load():
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.scaffold_component(component_cls=AssetlakeProjectComponent, defs_path="lake")
+        assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == ["defs.yaml", "sql", "sql/example.sql"]
+        assert yaml.safe_load((path / "defs.yaml").read_text())["attributes"] == {"project": "sql"}
+        assert (path / "sql" / "example.sql").read_text() == EXAMPLE_SQL
+        with sandbox.load_component_and_build_defs(defs_path=path) as (component, defs):
+            assert isinstance(component, AssetlakeProjectComponent)
+            assert _names(defs)["assets"] == ["analytics/example"]
+
+
+@pytest.mark.parametrize("fixture", ["automation", "audited"])
+def test_the_component_has_what_build_definitions_makes_of_the_folder(fixture):
+    """Assets, checks, jobs, schedules and sensors (the automation and watch ones) as
+    build_definitions has them; resources under their own keys and no executor."""
+    expected = build_definitions(os.path.join(PROJECTS, fixture), lake_root="/tmp/lake")
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.defs_folder_path / "lake"
+        shutil.copytree(os.path.join(PROJECTS, fixture), path / "sql")
+        (path / "defs.yaml").write_text(
+            yaml.safe_dump({"type": TYPE, "attributes": {"project": "sql", "lake_root": "/tmp/lake"}})
+        )
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            names = _names(defs)
+            assert names == _names(expected)
+            assert names["sensors"]  # automation; watch of the external tables
+            assert names["schedules" if fixture == "automation" else "checks"]
+            assert set(defs.resources) == {"spark", COMPONENT_IO_MANAGER_KEY}
+            assert defs.executor is None
+            for spec in defs.resolve_all_asset_specs():  # SQL assets write, external ones load, through it
+                assets_def = defs.resolve_assets_def(spec.key)
+                assert assets_def.get_io_manager_key_for_asset_key(spec.key) == COMPONENT_IO_MANAGER_KEY
+
+
+def test_build_definitions_keeps_the_default_io_manager_and_the_in_process_executor():
+    """Existing callers of the Pythonic API see no change."""
+    defs = build_definitions(os.path.join(PROJECTS, "audited"), lake_root="/tmp/lake")
+    assert set(defs.resources) == {"spark", "io_manager"}
+    assert defs.executor is dg.in_process_executor
+    key = dg.AssetKey(["mart", "orders"])
+    assert defs.resolve_assets_def(key).get_io_manager_key_for_asset_key(key) == "io_manager"
+
+
+def test_attributes_reach_the_spark_resource():
+    attributes = {
+        "project": "sql",
+        "lake_root": "/data/lake",
+        "spark": {"master": "local[2]", "spark_conf": {"spark.sql.shuffle.partitions": "4"}, "deletion_vectors": True},
+        "io_manager_key": "lake_io",
+    }
+    with create_defs_folder_sandbox() as sandbox:
+        path = _write_component(sandbox.defs_folder_path, "lake", attributes, {"example.sql": EXAMPLE_SQL})
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            spark = defs.resources["spark"]
+            assert isinstance(spark, SparkDeltaResource)
+            assert (spark.lake_root, spark.master, spark.deletion_vectors) == ("/data/lake", "local[2]", True)
+            assert spark.spark_conf == {"spark.sql.shuffle.partitions": "4"}
+            assert spark.mode is None and spark.app_name == "assetlake"  # unset: the resource's defaults
+            assert set(defs.resources) == {"spark", "lake_io"}
+
+
+def test_translation_templates_see_the_file_and_deps_follow_a_changed_key():
+    attributes = {
+        "project": "sql",
+        "translation": {
+            "key_prefix": "lake",
+            "group_name": "lake_{{ schema }}",
+            "owners": ["team:data"],
+            "tags": {"file": "{{ file }}"},
+            "description": "{{ table }} from {{ sql.materialize.uri }}",
+            "metadata": {"source": "assetlake"},
+        },
+    }
+    sql = {
+        "orders.sql": """\
+            -- materialize delta://sales/orders
+            -- tags layer=core
+            SELECT 1 AS id
+        """,
+        "totals.sql": """\
+            -- materialize delta://mart/totals
+            SELECT count(*) AS n FROM sales.orders
+        """,
+    }
+    with create_defs_folder_sandbox() as sandbox:
+        path = _write_component(sandbox.defs_folder_path, "lake", attributes, sql)
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            specs = {spec.key: spec for spec in defs.resolve_all_asset_specs()}
+            orders, totals = specs[dg.AssetKey(["lake", "sales", "orders"])], specs[dg.AssetKey(["lake", "mart", "totals"])]
+            assert (orders.group_name, totals.group_name) == ("lake_sales", "lake_mart")
+            assert orders.owners == ["team:data"]
+            assert orders.tags["file"] == "orders" and orders.tags["layer"] == "core"  # merged
+            assert orders.description == "orders from delta://sales/orders"
+            assert orders.metadata["source"] == "assetlake"
+            assert "assetlake/write" in orders.metadata  # the write contract stays
+            assert [dep.asset_key for dep in totals.deps] == [orders.key]
+            assert sorted(k.to_user_string() for k in specs) == ["lake/mart/totals", "lake/sales/orders"]
+
+
+def test_post_processing_applies_to_the_assets():
+    with create_defs_folder_sandbox() as sandbox:
+        path = _write_component(sandbox.defs_folder_path, "lake", {"project": "sql"}, {"example.sql": EXAMPLE_SQL})
+        body = yaml.safe_load((path / "defs.yaml").read_text())
+        body["post_processing"] = {"assets": [{"target": "*", "attributes": {"group_name": "processed"}}]}
+        (path / "defs.yaml").write_text(yaml.safe_dump(body))
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            assert [spec.group_name for spec in defs.resolve_all_asset_specs()] == ["processed"]
+
+
+def test_beside_a_plain_asset_with_its_own_io_manager():
+    """The project's io_manager and executor stay the project's; the plain asset keeps them."""
+    plain = textwrap.dedent("""\
+        import dagster as dg
+
+        @dg.asset
+        def plain():
+            return 1
+
+        @dg.definitions
+        def defs():
+            return dg.Definitions(
+                assets=[plain],
+                resources={"io_manager": dg.mem_io_manager},
+                executor=dg.multiprocess_executor,
+            )
+    """)
+    with create_defs_folder_sandbox() as sandbox:
+        _write_component(sandbox.defs_folder_path, "lake", {"project": "sql"}, {"example.sql": EXAMPLE_SQL})
+        (sandbox.defs_folder_path / "plain").mkdir()
+        (sandbox.defs_folder_path / "plain" / "defs.py").write_text(plain)
+        with sandbox.build_all_defs() as defs:
+            assert set(defs.resources) == {"spark", COMPONENT_IO_MANAGER_KEY, "io_manager"}
+            assert defs.resources["io_manager"] is dg.mem_io_manager
+            assert defs.executor is dg.multiprocess_executor
+            assert defs.resolve_assets_def("plain").get_io_manager_key_for_asset_key(dg.AssetKey("plain")) == "io_manager"
+            assert _names(defs)["assets"] == ["analytics/example", "plain"]
+
+
+def test_an_error_in_the_sql_is_located():
+    sql = {"bad.sql": "-- materialize delta://sales/orders kye=id\nSELECT 1 AS id\n"}
+    with create_defs_folder_sandbox() as sandbox:
+        path = _write_component(sandbox.defs_folder_path, "lake", {"project": "sql"}, sql)
+        with pytest.raises(Exception) as raised:
+            with sandbox.load_component_and_build_defs(defs_path=path):
+                pass
+        error = raised.value
+        while not isinstance(error, ProjectError) and error.__cause__ is not None:
+            error = error.__cause__
+        assert isinstance(error, ProjectError)
+        assert "bad.sql:1:" in str(error) and "kye=id" in str(error)
+
+
+def test_an_error_in_the_defs_yaml_is_located():
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.defs_folder_path / "lake"
+        path.mkdir()
+        (path / "defs.yaml").write_text(f"type: {TYPE}\nattributes:\n  project: sql\n  lake_rot: /data/lake\n")
+        with pytest.raises(Exception) as raised:
+            with sandbox.load_component_and_build_defs(defs_path=path):
+                pass
+        # Dagster's own error names the component; its cause, the attribute and the line.
+        assert "lake" in str(raised.value)
+        assert "`attributes.lake_rot at " in str(raised.value.__cause__)
+        assert "defs.yaml:4`" in str(raised.value.__cause__)
