@@ -205,3 +205,12 @@ def test_an_error_in_the_defs_yaml_is_located():
         assert "lake" in str(raised.value)
         assert "`attributes.lake_rot at " in str(raised.value.__cause__)
         assert "defs.yaml:4`" in str(raised.value.__cause__)
+
+
+def test_dg_finds_the_component_through_the_registry_modules_entry_point():
+    """setup.cfg's dagster_dg_cli.registry_modules entry point (the installed package's)."""
+    from dagster.components.core.package_entry import discover_entry_point_package_objects
+
+    found = {key.to_typename(): obj for key, obj in discover_entry_point_package_objects().items()}
+    assert found[TYPE] is AssetlakeProjectComponent
+    assert [name for name in found if name.startswith("assetlake_dagster.")] == [TYPE]
