@@ -1,0 +1,127 @@
+"""Layer 5: the component through the real ``dg`` CLI, in a ``dg`` project made in a temp folder.
+
+``dg`` finds ``AssetlakeProjectComponent`` through the package's registry-modules entry point,
+scaffolds it, validates the project (``dg check defs``) and lists what it defines (``dg list
+defs``) beside a plain ``@asset`` with its own IO manager and executor. No Spark: loading the
+definitions starts none.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+TYPE = "assetlake_dagster.AssetlakeProjectComponent"
+PYPROJECT = """\
+[project]
+name = "lakeproj"
+version = "0.1.0"
+requires-python = ">=3.10"
+dependencies = ["dagster", "assetlake-dagster"]
+
+[tool.dg]
+directory_type = "project"
+
+[tool.dg.project]
+root_module = "lakeproj"
+"""
+DEFINITIONS = """\
+from pathlib import Path
+
+from dagster import definitions, load_from_defs_folder
+
+
+@definitions
+def defs():
+    return load_from_defs_folder(path_within_project=Path(__file__).parent)
+"""
+PLAIN = """\
+import dagster as dg
+
+
+@dg.asset
+def plain():
+    return 1
+
+
+@dg.definitions
+def defs():
+    return dg.Definitions(assets=[plain], resources={"io_manager": dg.mem_io_manager}, executor=dg.multiprocess_executor)
+"""
+TOTALS = """\
+-- materialize delta://analytics/totals
+-- data_test not_null n
+-- schedule 0 6 * * *
+
+SELECT count(*) AS n FROM analytics.example
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A ``dg`` project (what ``create-dagster project`` makes, minus its virtualenv: the
+    project runs in this interpreter's) and the environment ``dg`` runs in."""
+    root = tmp_path / "lakeproj"
+    package = root / "src" / "lakeproj"
+    (package / "defs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (package / "__init__.py").write_text("")
+    (package / "defs" / "__init__.py").write_text("")
+    (package / "definitions.py").write_text(DEFINITIONS)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    bin_dir = os.path.dirname(sys.executable)
+    env = dict(
+        os.environ,
+        PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        VIRTUAL_ENV=os.path.dirname(bin_dir),
+        DAGSTER_HOME=str(home),
+        PYTHONPATH=str(root / "src"),  # the project's package, as its editable install would
+        ASSETLAKE_LAKE_ROOT=str(tmp_path / "lake"),
+    )
+    return root, env
+
+
+def dg(project, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    root, env = project
+    executable = os.path.join(os.path.dirname(sys.executable), "dg")
+    proc = subprocess.run([executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    if ok:
+        assert proc.returncode == 0, f"dg {' '.join(args)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_scaffold_check_and_list_beside_a_plain_asset(project):
+    root, _ = project
+    dg(project, "scaffold", "defs", TYPE, "lake")
+    lake = root / "src" / "lakeproj" / "defs" / "lake"
+    assert sorted(p.name for p in lake.rglob("*")) == ["defs.yaml", "example.sql", "sql"]
+    assert f"type: {TYPE}" in (lake / "defs.yaml").read_text()
+    (lake / "sql" / "totals.sql").write_text(TOTALS)
+    (root / "src" / "lakeproj" / "defs" / "plain").mkdir()
+    (root / "src" / "lakeproj" / "defs" / "plain" / "defs.py").write_text(PLAIN)
+
+    assert "All definitions loaded successfully" in dg(project, "check", "defs").stdout
+    listed = json.loads(dg(project, "list", "defs", "--json").stdout)
+    assert sorted(a["asset_key"] for a in listed["assets"]) == ["analytics/example", "analytics/totals", "plain"]
+    assert [c["key"] for c in listed["asset_checks"]] == ["analytics/totals:not_null_n"]
+    assert [s["name"] for s in listed["schedules"]] == ["analytics__totals_schedule"]
+    assert sorted(r["name"] for r in listed["resources"]) == ["assetlake_io_manager", "io_manager", "spark"]
+
+
+def test_check_defs_reports_a_located_sql_error(project):
+    root, _ = project
+    dg(project, "scaffold", "defs", TYPE, "lake")
+    bad = root / "src" / "lakeproj" / "defs" / "lake" / "sql" / "bad.sql"
+    bad.write_text(textwrap.dedent("""\
+        -- materialize delta://sales/orders kye=id
+        SELECT 1 AS id
+    """))
+    proc = dg(project, "check", "defs", ok=False)
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert "bad.sql:1:" in output and "kye=id" in output, output[-3000:]
