@@ -49,6 +49,7 @@ def build_definitions(
     git_url: Optional[str] = None,
     git_branch: Optional[str] = None,
     io_manager_key: str = "io_manager",
+    io_manager: Optional[DeltaIOManager] = None,
     executor: Optional[dg.ExecutorDefinition] = dg.in_process_executor,
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
@@ -79,6 +80,9 @@ def build_definitions(
             location's default IO manager). The component passes a key of its own, so the
             other assets of a ``dg`` project keep theirs; Python assets use the key they
             were defined with.
+        io_manager: the Delta IO manager (default: one of ``spark``'s); passing the same
+            instance to several calls lets their definitions merge (Dagster merges
+            resources under one key only when they are the same object).
         executor: the executor of the definitions (default: in-process, one JVM for the
             whole run); ``None`` sets none, leaving the code location's (as the component
             does).
@@ -129,6 +133,6 @@ def build_definitions(
         schedules=[*schedules, *generated.schedules],
         sensors=[*sensors, *generated.sensors],
         jobs=[*jobs, *generated.jobs],
-        resources={SPARK_RESOURCE_KEY: resource, io_manager_key: DeltaIOManager(spark=resource)},
+        resources={SPARK_RESOURCE_KEY: resource, io_manager_key: io_manager or DeltaIOManager(spark=resource)},
         executor=executor,
     )

@@ -8,6 +8,7 @@ components: its Delta IO manager has a resource key of its own (``assetlake_io_m
 and it sets no executor. ``post_processing`` is the ``defs.yaml`` key every component has.
 """
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from dagster.components.utils.translation import TranslationFn, TranslationFnRes
 from pydantic import BaseModel, Field
 
 from assetlake_dagster.build import build_definitions
+from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import SqlAssetSpec
 from assetlake_dagster.translator import AssetlakeTranslator
@@ -63,6 +65,20 @@ def _translation_vars(sql: SqlAssetSpec) -> Mapping[str, Any]:
         "schema": sql.materialize.uri.schema,
         "file": Path(sql.path).stem,
     }
+
+
+#: One Spark resource and Delta IO manager per settings, shared by the components that name
+#: the same: Dagster merges the components' resources under one key only when they are the
+#: same object (and one lake has one warm engine).
+_SHARED: dict[str, tuple[SparkDeltaResource, DeltaIOManager]] = {}
+
+
+def _shared_resources(settings: Mapping[str, Any]) -> tuple[SparkDeltaResource, DeltaIOManager]:
+    key = json.dumps(settings, sort_keys=True)
+    if key not in _SHARED:
+        spark = SparkDeltaResource(**settings)
+        _SHARED[key] = (spark, DeltaIOManager(spark=spark))
+    return _SHARED[key]
 
 
 class _TranslatedTranslator(AssetlakeTranslator):
@@ -146,18 +162,24 @@ class AssetlakeProjectComponent(Component, Resolvable):
         return (Path(context.path) / self.project).resolve()
 
     def spark_resource(self) -> SparkDeltaResource:
-        """The Spark resource of ``lake_root`` and ``spark``."""
+        """The Spark resource of ``lake_root`` and ``spark`` (the same object for every
+        component with the same settings)."""
+        return self._resources()[0]
+
+    def _resources(self) -> tuple[SparkDeltaResource, DeltaIOManager]:
         settings = self.spark.model_dump(exclude_none=True) if self.spark else {}
-        return SparkDeltaResource(lake_root=self.lake_root, **settings)
+        return _shared_resources({"lake_root": self.lake_root, **settings})
 
     def translator(self) -> AssetlakeTranslator:
         """The translator ``build_defs`` uses; override to subclass ``AssetlakeTranslator``."""
         return _TranslatedTranslator(self.translation) if self.translation else AssetlakeTranslator()
 
     def build_defs(self, context: ComponentLoadContext) -> dg.Definitions:
+        spark, io_manager = self._resources()
         return build_definitions(
             self.project_dir(context),
-            spark=self.spark_resource(),
+            spark=spark,
+            io_manager=io_manager,
             translator=self.translator(),
             load_python_files=self.load_python_files,
             git_url=self.git_url,

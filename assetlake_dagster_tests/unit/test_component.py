@@ -214,3 +214,45 @@ def test_dg_finds_the_component_through_the_registry_modules_entry_point():
     found = {key.to_typename(): obj for key, obj in discover_entry_point_package_objects().items()}
     assert found[TYPE] is AssetlakeProjectComponent
     assert [name for name in found if name.startswith("assetlake_dagster.")] == [TYPE]
+
+
+def _two_components(sandbox, sql_a: str, sql_b: str, spark_b: dict | None = None) -> None:
+    _write_component(sandbox.defs_folder_path, "lake_a", {"project": "sql"}, {"a.sql": sql_a})
+    attributes_b = {"project": "sql", **({"spark": spark_b} if spark_b else {})}
+    _write_component(sandbox.defs_folder_path, "lake_b", attributes_b, {"b.sql": sql_b})
+
+
+def test_two_components_of_one_lake_share_its_resources():
+    """Dagster merges resources under one key only when they are the same object."""
+    with create_defs_folder_sandbox() as sandbox:
+        _two_components(
+            sandbox,
+            "-- materialize delta://sales/orders\nSELECT 1 AS id\n",
+            "-- materialize delta://mart/totals\nSELECT 1 AS n\n",
+        )
+        with sandbox.build_all_defs() as defs:
+            assert _names(defs)["assets"] == ["mart/totals", "sales/orders"]
+            assert set(defs.resources) == {"spark", COMPONENT_IO_MANAGER_KEY}
+            assert defs.resources[COMPONENT_IO_MANAGER_KEY].spark is defs.resources["spark"]
+
+
+def test_two_components_with_different_spark_settings_clash_on_the_spark_key():
+    with create_defs_folder_sandbox() as sandbox:
+        _two_components(
+            sandbox,
+            "-- materialize delta://sales/orders\nSELECT 1 AS id\n",
+            "-- materialize delta://mart/totals\nSELECT 1 AS n\n",
+            spark_b={"master": "local[2]"},
+        )
+        with pytest.raises(Exception) as raised:
+            with sandbox.build_all_defs():
+                pass
+        assert "different resources with same key 'spark'" in str(raised.value.__cause__)
+
+
+def test_the_same_table_in_two_components_is_a_duplicate_asset_key():
+    with create_defs_folder_sandbox() as sandbox:
+        _two_components(sandbox, EXAMPLE_SQL, EXAMPLE_SQL)
+        with sandbox.build_all_defs() as defs:
+            with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"Duplicate asset key: AssetKey\(\['analytics', 'example'\]\)"):
+                defs.get_repository_def()
