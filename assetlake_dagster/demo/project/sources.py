@@ -10,7 +10,6 @@ import random
 from typing import Optional
 
 import dagster as dg
-import pandas as pd
 
 from assetlake_dagster.io_manager import managed_write
 from assetlake_dagster.resources import SparkDeltaResource
@@ -25,7 +24,11 @@ COUNTRIES = ("DE", "FR", "NL", "US", "JP")
 STATUSES = ("paid", "paid", "paid", "pending", "refunded")
 
 
-def customer_rows(seed: int = SEED) -> pd.DataFrame:
+def customer_rows(seed: int = SEED) -> "pandas.DataFrame":
+    # Imported here, not at the top: every process that loads the code location (code
+    # server, run and step workers, `dagster asset list`) would pay ~1.8 CPU-s for it.
+    import pandas as pd
+
     rng = random.Random(seed)
     return pd.DataFrame(
         {
@@ -71,7 +74,9 @@ class RawCustomersConfig(dg.Config):
     description="Synthetic customers (pandas DataFrame, managed replace).",
     metadata=managed_write("replace"),
 )
-def raw_customers(config: RawCustomersConfig) -> pd.DataFrame:
+def raw_customers(config: RawCustomersConfig):  # a pandas DataFrame (pandas imported on use)
+    import pandas as pd
+
     rows = customer_rows()
     if config.duplicate_customer_id is not None:
         rows = pd.concat([rows, rows[rows.customer_id == config.duplicate_customer_id]], ignore_index=True)
