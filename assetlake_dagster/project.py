@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.annotations import Header, header_length, parse_header
+from assetlake_dagster.annotations.fields import spec_arguments
 from assetlake_dagster.dag import TableKey, check_project, table_key, uri_order
 from assetlake_dagster.errors import (
     ConfigError,
@@ -313,16 +314,9 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         ),
         partitions=header.partitions,
         data_tests=header.data_tests,
-        group=header.group,
-        owners=header.owners,
-        tags=header.tags,
-        description=header.description,
-        kinds=header.kinds,
-        schedule=header.schedule,
-        automation=header.automation,
-        freshness=header.freshness,
         columns=header.columns,
         code_version=code_version,
+        **spec_arguments(header.fields, SqlAssetSpec),  # the declared fields, each where it goes
     )
     return spec, diagnostics, src
 

@@ -37,22 +37,22 @@ class AssetlakeTranslator:
 
     def get_group_name(self, spec: SqlAssetSpec) -> str:
         """The ``group`` annotation, else the schema name."""
-        return spec.group or spec.uri.schema
+        return spec.catalog.group or spec.uri.schema
 
     def get_description(self, spec: SqlAssetSpec) -> str:
-        text = spec.description or f"Materialized by {os.path.basename(spec.path)}."
+        text = spec.catalog.description or f"Materialized by {os.path.basename(spec.path)}."
         if spec.select is not None:
             text += f"\n\n```sql\n{spec.select.written or spec.select.sql}\n```"
         return text
 
     def get_owners(self, spec: SqlAssetSpec) -> list[str]:
-        return list(spec.owners)
+        return list(spec.catalog.owners)
 
     def get_tags(self, spec: SqlAssetSpec) -> dict[str, str]:
-        return dict(spec.tags)
+        return dict(spec.catalog.tags)
 
     def get_kinds(self, spec: SqlAssetSpec) -> set[str]:
-        return {*BASE_KINDS, *spec.kinds}
+        return {*BASE_KINDS, *spec.catalog.kinds}
 
     def get_code_version(self, spec: SqlAssetSpec) -> str:
         """The file's content hash, so the UI marks downstream assets stale on edits."""

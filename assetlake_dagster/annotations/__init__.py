@@ -5,7 +5,9 @@
 * one module per family of lines: :mod:`.materialize`, :mod:`.partitioned`,
   :mod:`.upstreams` (``-- on``), :mod:`.data_test`, :mod:`.arguments` (``-- $name``),
   :mod:`.catalog` (group, owner, tags, description, kinds), :mod:`.automation` (schedule,
-  automation), :mod:`.column` (a column's lineage or description).
+  automation), :mod:`.freshness`, :mod:`.column` (a column's lineage or description).
+* :mod:`~assetlake_dagster.annotations.fields`: what every declared field shares (a keyword
+  whose value goes straight into the spec: one declaration each).
 
 Checks that need the SQL body or other files happen afterwards, in
 :mod:`assetlake_dagster.project` and :mod:`assetlake_dagster.dag`.
@@ -17,6 +19,7 @@ from assetlake_dagster.annotations.header import (
     header_length as header_length,
 )
 from assetlake_dagster.annotations.keywords import (
+    FIELDS as FIELDS,
     KEYWORDS as KEYWORDS,
     LINE_PARSERS as LINE_PARSERS,
     parse_header as parse_header,

@@ -12,6 +12,7 @@ message naming the bad one::
 
 from typing import Optional
 
+from assetlake_dagster.annotations.fields import FieldLine, HeaderField
 from assetlake_dagster.annotations.header import HeaderDraft, Word, option_name, parse_timezone
 from assetlake_dagster.dagster_internals import has_out_of_range_cron_interval, is_valid_cron_string
 from assetlake_dagster.errors import did_you_mean
@@ -34,35 +35,22 @@ CRON_ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midni
 CRON_OPTIONS = ("tz=",)
 
 
-def parse_schedule(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
-    """Parse a ``-- schedule`` line into ``draft.schedule``."""
-    if draft.schedule_keyword is not None:
-        draft.error(
-            keyword,
-            f"a schedule is already set on line {draft.schedule_keyword.line}.",
-            "An asset has one schedule; keep one '-- schedule' line.",
-        )
-        return
-    draft.schedule_keyword = keyword
-    parsed = parse_cron(draft, keyword, rest, "'-- schedule'", SCHEDULE_FORM)
-    if parsed is not None:
-        cron, tz = parsed
-        draft.schedule = ScheduleSpec(cron, tz, location=draft.src.location(keyword.line, keyword.col))
+def parse_schedule(line: FieldLine) -> Optional[ScheduleSpec]:
+    """A ``-- schedule`` line's :class:`ScheduleSpec`."""
+    draft, keyword = line.draft, line.keyword
+    parsed = parse_cron(draft, keyword, line.rest, "'-- schedule'", SCHEDULE_FORM)
+    if parsed is None:
+        return None
+    cron, tz = parsed
+    return ScheduleSpec(cron, tz, location=draft.src.location(keyword.line, keyword.col))
 
 
-def parse_automation(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
-    """Parse an ``-- automation`` line into ``draft.automation``."""
-    if draft.automation_keyword is not None:
-        draft.error(
-            keyword,
-            f"automation is already set on line {draft.automation_keyword.line}.",
-            "An asset has one automation condition; keep one '-- automation' line.",
-        )
-        return
-    draft.automation_keyword = keyword
+def parse_automation(line: FieldLine) -> Optional[AutomationSpec]:
+    """An ``-- automation`` line's :class:`AutomationSpec`."""
+    draft, keyword, rest = line.draft, line.keyword, line.rest
     if not rest:
         draft.error(keyword, "'-- automation' needs a condition.", f"Write '{AUTOMATION_FORM}'.")
-        return
+        return None
     kind_word, words = rest[0], rest[1:]
     try:
         kind = AutomationKind(kind_word.text)
@@ -70,7 +58,7 @@ def parse_automation(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: s
         kinds = [k.value for k in AutomationKind]
         hint = did_you_mean(kind_word.text, kinds).strip() or f"Conditions are: {', '.join(kinds)}."
         draft.error(kind_word, f"unknown automation condition '{kind_word.text}'.", hint)
-        return
+        return None
     location = draft.src.location(keyword.line, keyword.col)
     if kind is not AutomationKind.ON_CRON:
         if words:
@@ -79,12 +67,12 @@ def parse_automation(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: s
                 f"'{kind.value}' takes nothing after it, got '{words[0].text}'.",
                 f"Write '-- automation {kind.value}' alone; only 'on_cron' takes a cron.",
             )
-            return
-        draft.automation = AutomationSpec(kind, location=location)
-        return
+            return None
+        return AutomationSpec(kind, location=location)
     parsed = parse_cron(draft, kind_word, words, "'on_cron'", "-- automation on_cron <cron> [tz=<zone>]")
-    if parsed is not None:
-        draft.automation = AutomationSpec(kind, cron=parsed[0], timezone=parsed[1], location=location)
+    if parsed is None:
+        return None
+    return AutomationSpec(kind, cron=parsed[0], timezone=parsed[1], location=location)
 
 
 def parse_cron(
@@ -183,3 +171,16 @@ def _out_of_range(cron: str) -> bool:
         return bool(has_out_of_range_cron_interval(cron))
     except Exception:  # noqa: BLE001 - valid crons only; a failure means no known problem
         return False
+
+
+#: The lines that say when an asset runs by itself, one declaration each.
+FIELDS = (
+    HeaderField(
+        "schedule", into="schedule", parse=parse_schedule, noun="a schedule",
+        once_hint="An asset has one schedule; keep one '-- schedule' line.",
+    ),
+    HeaderField(
+        "automation", into="automation", parse=parse_automation, noun="automation",
+        once_hint="An asset has one automation condition; keep one '-- automation' line.",
+    ),
+)

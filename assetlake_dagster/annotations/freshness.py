@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Optional
 
 from assetlake_dagster.annotations.automation import parse_cron
+from assetlake_dagster.annotations.fields import FieldLine, HeaderField
 from assetlake_dagster.annotations.header import HeaderDraft, Word, option_name
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import FreshnessSpec
@@ -32,26 +33,18 @@ CRON_OPTIONS = ("lower_bound=", "tz=")
 _DURATION_RE = re.compile(r"([0-9]{1,6})([a-z]+)")
 
 
-def parse_freshness(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
-    """Parse a ``-- freshness`` line into ``draft.freshness``."""
-    if draft.freshness_keyword is not None:
-        draft.error(
-            keyword,
-            f"freshness is already set on line {draft.freshness_keyword.line}.",
-            "An asset has one freshness policy; keep one '-- freshness' line.",
-        )
-        return
-    draft.freshness_keyword = keyword
+def parse_freshness(line: FieldLine) -> Optional[FreshnessSpec]:
+    """A ``-- freshness`` line's :class:`FreshnessSpec`."""
+    draft, keyword, rest = line.draft, line.keyword, line.rest
     if not rest:
         draft.error(keyword, "'-- freshness' needs a window or a cron deadline.", f"Write {FORMS}.")
-        return
+        return None
     location = draft.src.location(keyword.line, keyword.col)
     if rest[0].text == "cron":
         spec = _cron_form(draft, rest[0], rest[1:])
     else:
         spec = _window_form(draft, keyword, rest)
-    if spec is not None:
-        draft.freshness = FreshnessSpec(**spec, location=location)
+    return None if spec is None else FreshnessSpec(**spec, location=location)
 
 
 def _window_form(draft: HeaderDraft, keyword: Word, words: list[Word]) -> Optional[dict]:
@@ -162,3 +155,12 @@ def _duration(draft: HeaderDraft, word: Word) -> Optional[timedelta]:
 def _unknown(draft: HeaderDraft, word: Word, name: str) -> None:
     hint = did_you_mean(name, (*WINDOW_OPTIONS, *CRON_OPTIONS, "cron")).strip()
     draft.error(word, f"unknown freshness option '{word.text}'.", hint or f"Write {FORMS}.")
+
+
+#: The freshness line, declared once.
+FIELDS = (
+    HeaderField(
+        "freshness", into="freshness", parse=parse_freshness, noun="freshness",
+        once_hint="An asset has one freshness policy; keep one '-- freshness' line.",
+    ),
+)

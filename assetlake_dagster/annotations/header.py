@@ -8,20 +8,18 @@ a :class:`~assetlake_dagster.errors.Diagnostic` pointing at the offending word.
 
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Optional
 
 from assetlake_dagster.errors import Diagnostic, SourceText
 from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
     URI_SCHEME,
     ArgumentSpec,
-    AutomationSpec,
-    FreshnessSpec,
     ColumnSpec,
     DataTestSpec,
     MaterializeSpec,
     PartitionSpec,
-    ScheduleSpec,
     TableUri,
     UpstreamSpec,
     is_identifier,
@@ -54,11 +52,11 @@ class Header:
         arguments: ``-- $name (type)`` arguments, in file order.
         argument_names: the names of every ``$name`` line, valid or not, so that a bad type
             or default is reported once, not again as an undeclared ``:name``.
-        schedule: the ``-- schedule`` line, if any and valid.
-        automation: the ``-- automation`` line, if any and valid.
-        freshness: the ``-- freshness`` line, if any and valid.
         columns: the ``-- column`` lines, merged per output column, in file order.
         body_start: the 1-based line where the SQL body starts (the first non-header line).
+        fields: the declared fields' values (:mod:`assetlake_dagster.annotations.fields`)
+            by the spec attribute they fill (``catalog.group``, ``schedule``); a field the
+            file does not give, or gives only invalid lines of, is absent.
     """
 
     materialize: Optional[MaterializeSpec] = None
@@ -71,16 +69,9 @@ class Header:
     upstreams: tuple[UpstreamSpec, ...] = ()
     arguments: tuple[ArgumentSpec, ...] = ()
     argument_names: frozenset[str] = frozenset()
-    group: Optional[str] = None
-    owners: tuple[str, ...] = ()
-    tags: tuple[tuple[str, str], ...] = ()
-    description: Optional[str] = None
-    kinds: tuple[str, ...] = ()
-    schedule: Optional[ScheduleSpec] = None
-    automation: Optional[AutomationSpec] = None
     columns: tuple[ColumnSpec, ...] = ()
     body_start: int = 1
-    freshness: Optional[FreshnessSpec] = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,17 +96,8 @@ class HeaderDraft:
     upstreams: dict[TableUri, UpstreamSpec] = field(default_factory=dict)
     arguments: dict[str, ArgumentSpec] = field(default_factory=dict)
     argument_names: set[str] = field(default_factory=set)
-    group: Optional[Word] = None
-    owners: dict[str, Word] = field(default_factory=dict)
-    tags: dict[str, tuple[str, Word]] = field(default_factory=dict)
-    description: list[str] = field(default_factory=list)
-    kinds: dict[str, Word] = field(default_factory=dict)
-    schedule_keyword: Optional[Word] = None  # the `schedule` keyword, valid or not
-    schedule: Optional[ScheduleSpec] = None
-    automation_keyword: Optional[Word] = None  # the `automation` keyword, valid or not
-    automation: Optional[AutomationSpec] = None
-    freshness_keyword: Optional[Word] = None  # the `freshness` keyword, valid or not
-    freshness: Optional[FreshnessSpec] = None
+    # The declared fields' lines so far, by the attribute they fill (annotations/fields.py).
+    fields: dict[str, Any] = field(default_factory=dict)
     # By output column, lower-cased (Spark's column names are case-insensitive).
     columns: dict[str, ColumnSpec] = field(default_factory=dict)
     column_lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (column, form) -> line
@@ -125,7 +107,7 @@ class HeaderDraft:
         span = len(word.text) if span is None else span
         self.diagnostics.append(self.src.diagnostic(word.line, word.col, message, hint, span=span))
 
-    def header(self, body_start: int) -> Header:
+    def header(self, body_start: int, fields: Mapping[str, Any]) -> Header:
         return Header(
             materialize=self.materialize,
             manual=self.manual,
@@ -137,16 +119,9 @@ class HeaderDraft:
             upstreams=tuple(self.upstreams.values()),
             arguments=tuple(self.arguments.values()),
             argument_names=frozenset(self.argument_names),
-            group=self.group.text if self.group else None,
-            owners=tuple(self.owners),
-            tags=tuple((k, v) for k, (v, _) in self.tags.items()),
-            description=" ".join(self.description) or None,
-            kinds=tuple(self.kinds),
-            schedule=self.schedule,
-            automation=self.automation,
-            freshness=self.freshness,
             columns=tuple(self.columns.values()),
             body_start=body_start,
+            fields=dict(fields),
         )
 
 

@@ -1,7 +1,9 @@
 """The keyword registry and the header loop: each header line goes to its keyword's parser.
 
-A new keyword is one module with a ``parse_<keyword>(draft, keyword, rest, raw)`` function
-and one entry in :data:`LINE_PARSERS`::
+A keyword whose value goes straight into the spec is one declared field
+(:class:`~assetlake_dagster.annotations.fields.HeaderField`, gathered in :data:`FIELDS`); a
+line whose meaning depends on other lines has a ``parse_<keyword>(draft, keyword, rest, raw)``
+function in :data:`LINE_PARSERS`::
 
     -- materialize delta://analytics/orders_clean key=order_id   -> materialize.py
     -- on delta://raw/orders                                     -> upstreams.py
@@ -16,17 +18,10 @@ and one entry in :data:`LINE_PARSERS`::
 from typing import Callable
 
 from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
-from assetlake_dagster.annotations.automation import parse_automation, parse_schedule
-from assetlake_dagster.annotations.catalog import (
-    parse_description,
-    parse_group,
-    parse_kinds,
-    parse_owner,
-    parse_tags,
-)
+from assetlake_dagster.annotations import automation, catalog, freshness
 from assetlake_dagster.annotations.column import parse_column
 from assetlake_dagster.annotations.data_test import parse_data_test
-from assetlake_dagster.annotations.freshness import parse_freshness
+from assetlake_dagster.annotations.fields import HeaderField, field_values, parse_field_line
 from assetlake_dagster.annotations.header import Header, HeaderDraft, Word, header_length, split_words
 from assetlake_dagster.annotations.materialize import check_materialized, parse_materialize
 from assetlake_dagster.annotations.partitioned import check_not_history, parse_partitioned
@@ -41,24 +36,20 @@ def _windmill_marker(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: s
     """``-- pipeline`` marks Windmill scripts; accepted so that such files load unchanged."""
 
 
+#: The lines whose meaning depends on other lines (their checks cross lines and files).
 LINE_PARSERS: dict[str, LineParser] = {
     "materialize": parse_materialize,
     "on": parse_on,
-    "group": parse_group,
-    "owner": parse_owner,
-    "tags": parse_tags,
-    "description": parse_description,
-    "kinds": parse_kinds,
     "pipeline": _windmill_marker,
     "partitioned": parse_partitioned,
     "data_test": parse_data_test,
-    "schedule": parse_schedule,
-    "automation": parse_automation,
-    "freshness": parse_freshness,
     "column": parse_column,
 }
+#: Every declared field: a keyword whose value goes straight into the spec.
+FIELDS: tuple[HeaderField, ...] = (*catalog.FIELDS, *automation.FIELDS, *freshness.FIELDS)
+FIELDS_BY_KEYWORD: dict[str, HeaderField] = {f.keyword: f for f in FIELDS}
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.
-KEYWORDS = tuple(LINE_PARSERS)
+KEYWORDS = (*LINE_PARSERS, *FIELDS_BY_KEYWORD)
 
 
 def parse_header(src: SourceText) -> tuple[Header, list[Diagnostic]]:
@@ -90,10 +81,12 @@ def parse_header(src: SourceText) -> tuple[Header, list[Diagnostic]]:
             parse_argument(draft, keyword, rest, raw)
         elif keyword.text in LINE_PARSERS:
             LINE_PARSERS[keyword.text](draft, keyword, rest, raw)
+        elif keyword.text in FIELDS_BY_KEYWORD:
+            parse_field_line(draft, FIELDS_BY_KEYWORD[keyword.text], keyword, rest, raw)
         else:
             hint = did_you_mean(keyword.text, KEYWORDS).strip()
             hint = hint or "Separate free comments from the header with a blank line."
             draft.error(keyword, f"unknown annotation '{keyword.text}'.", hint)
     check_materialized(draft)
     check_not_history(draft)
-    return draft.header(body_start=length + 1), draft.diagnostics
+    return draft.header(body_start=length + 1, fields=field_values(draft)), draft.diagnostics

@@ -50,6 +50,7 @@ from assetlake_dagster.spec.model import (
     SqlStatement as SqlStatement,
     ColumnSourceSpec as ColumnSourceSpec,
     ColumnSpec as ColumnSpec,
+    CatalogSpec as CatalogSpec,
     SqlAssetSpec as SqlAssetSpec,
 )
 from assetlake_dagster.spec.values import (

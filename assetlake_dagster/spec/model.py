@@ -414,6 +414,29 @@ class ColumnSpec:
 
 
 @dataclass(frozen=True)
+class CatalogSpec:
+    """How the asset is listed in Dagster's catalog: the catalog lines, bundled.
+
+    Attributes:
+        group: the ``-- group`` line (the translator falls back to the schema).
+        owners: the ``-- owner`` lines, in file order.
+        tags: the ``-- tags`` pairs, in file order.
+        description: the ``-- description`` lines, joined by a space.
+        kinds: the ``-- kinds`` items, in file order (beside the kinds every asset has).
+
+    Example:
+        >>> CatalogSpec(group="sales", owners=("team:data-eng",)).group
+        'sales'
+    """
+
+    group: Optional[str] = None
+    owners: tuple[str, ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
+    description: Optional[str] = None
+    kinds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SqlAssetSpec:
     """Everything known about one annotated SQL file after parsing and checking.
 
@@ -427,6 +450,7 @@ class SqlAssetSpec:
         output_columns: columns the SELECT projects, when they can be known statically.
         partitions: the ``-- partitioned`` line, or ``None`` for a whole-table asset.
         data_tests: the ``-- data_test`` lines, in file order.
+        catalog: the catalog lines (group, owners, tags, description, kinds).
         schedule: the ``-- schedule`` line, if any.
         automation: the ``-- automation`` line, if any.
         columns: the ``-- column`` lines, one entry per output column named, in file order.
@@ -443,11 +467,7 @@ class SqlAssetSpec:
     output_columns: Optional[tuple[str, ...]] = None
     partitions: Optional[PartitionSpec] = None
     data_tests: tuple[DataTestSpec, ...] = ()
-    group: Optional[str] = None
-    owners: tuple[str, ...] = ()
-    tags: tuple[tuple[str, str], ...] = ()
-    description: Optional[str] = None
-    kinds: tuple[str, ...] = ()
+    catalog: CatalogSpec = CatalogSpec()
     schedule: Optional[ScheduleSpec] = None
     automation: Optional[AutomationSpec] = None
     columns: tuple[ColumnSpec, ...] = ()

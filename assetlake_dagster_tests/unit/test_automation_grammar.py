@@ -30,8 +30,8 @@ ZONE_HINT = "Use an IANA name, e.g. 'tz=Europe/Berlin' or 'tz=UTC'."
 )
 def test_schedule_line(line, expected):
     header = parsed_header(line)
-    assert header.schedule == expected
-    assert (header.schedule.location.line, header.schedule.location.col) == (2, 4)
+    assert header.fields["schedule"] == expected
+    assert (header.fields["schedule"].location.line, header.fields["schedule"].location.col) == (2, 4)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_schedule_line(line, expected):
     ],
 )
 def test_automation_line(line, expected):
-    assert parsed_header(line).automation == expected
+    assert parsed_header(line).fields["automation"] == expected
 
 
 def test_a_file_may_have_both_and_the_spec_carries_them():

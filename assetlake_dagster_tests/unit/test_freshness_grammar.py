@@ -43,8 +43,8 @@ H = timedelta(hours=1)
 )
 def test_freshness_line(line, expected):
     header = parsed_header(line)
-    assert header.freshness == expected
-    assert (header.freshness.location.line, header.freshness.location.col) == (2, 4)
+    assert header.fields["freshness"] == expected
+    assert (header.fields["freshness"].location.line, header.fields["freshness"].location.col) == (2, 4)
 
 
 INVALID = [

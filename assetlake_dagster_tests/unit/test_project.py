@@ -66,7 +66,7 @@ def test_basic_upstreams_merge_declared_and_inferred(basic):
 
 def test_basic_catalog_attributes_arguments_and_sql(basic):
     spec = basic.by_uri()[TableUri("analytics", "orders_clean")]
-    assert (spec.group, spec.owners, spec.tags, spec.description, spec.kinds) == (
+    assert (spec.catalog.group, spec.catalog.owners, spec.catalog.tags, spec.catalog.description, spec.catalog.kinds) == (
         "sales",
         ("team:data-eng", "alice@example.com"),
         (("tier", "silver"), ("pii", "false"), ("domain", "sales")),
