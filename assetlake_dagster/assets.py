@@ -191,7 +191,12 @@ def write_contract(
         dg.AssetDep(_translated_key(dep.asset_key, keys_by_table), partition_mapping=dep.partition_mapping)
         for dep in asset_spec.deps
     ]
-    metadata = {**asset_spec.metadata, **spec.materialize.to_metadata(), **arguments_metadata(spec.arguments)}
+    metadata = {
+        **asset_spec.metadata,
+        **spec.materialize.to_metadata(),
+        **spec.layout.to_metadata(),
+        **arguments_metadata(spec.arguments),
+    }
     if lake is not None:  # the storage location, as the catalog and the materializations name it
         metadata["dagster/uri"] = dg.MetadataValue.path(lake.table_path(spec.uri))
     return deps, metadata

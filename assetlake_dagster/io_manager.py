@@ -11,7 +11,7 @@ No ``from __future__ import annotations`` here: Dagster introspects IO manager f
 """
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
@@ -30,16 +30,21 @@ from assetlake_dagster.materialization import (
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (
     COLUMN_DESCRIPTIONS_KEY,
+    LAYOUT_METADATA_KEY,
+    ClusterColumn,
+    LayoutSpec,
     WRITE_METADATA_KEY,
     MaterializeSpec,
     TableUri,
     WriteStrategy,
     contract_table,
+    is_identifier,
     write_contract,
 )
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY, apply_layout, new_table_properties
 from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY, describe_orphans, orphan_commits, recent_stamps
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
@@ -62,6 +67,8 @@ def managed_write(
     track: Sequence[str] = (),
     deletes: Optional[str] = None,
     table: Optional[str] = None,
+    cluster_by: Sequence[str] = (),
+    properties: Optional[Mapping[str, str]] = None,
 ) -> dict[str, Any]:
     """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
 
@@ -75,6 +82,9 @@ def managed_write(
             (default: they stay current).
         table: the Delta table, ``delta://<schema>/<table>`` (default: the asset key,
             which must then be ``[schema, table]``). Name it when the key has a prefix.
+        cluster_by: Delta liquid clustering columns, as ``-- cluster_by`` (at most four).
+        properties: Delta table properties, as ``-- properties`` (Delta checks them at the
+            first write).
 
     Example:
         >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
@@ -104,7 +114,11 @@ def managed_write(
     if overlap:
         raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
     uri = TableUri.parse(table) if table is not None else None
-    return {WRITE_METADATA_KEY: write_contract(kind, tuple(key), tuple(track), deletes == "close", uri)}
+    bad = [c for c in cluster_by if not is_identifier(c)]
+    if bad or len(cluster_by) > 4:
+        raise ValueError(f"cluster_by={list(cluster_by)}: at most 4 plain column names")
+    layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
+    return {WRITE_METADATA_KEY: write_contract(kind, tuple(key), tuple(track), deletes == "close", uri), **layout.to_metadata()}
 
 
 def materialize_spec_for(asset_key: dg.AssetKey, metadata: Any) -> MaterializeSpec:
@@ -242,13 +256,18 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         df = to_spark(session, obj)
         if partitions:
             df = with_partition_column(session, df, partitions, uri)
+        layout = LayoutSpec.from_metadata(context.definition_metadata)
         try:
-            result = write_with_retries(write, session, df, target, context.log)
+            with new_table_properties(session, layout):
+                result = write_with_retries(write, session, df, target, context.log)
         except Exception as exc:
             lost = engine_lost_failure(exc, f"the write of {uri}", None if self.lake.is_url else target.path)
             if lost is not None:
                 raise lost from exc
             raise
+        layout_changes = apply_layout(session, target.path, layout)
+        for change in layout_changes:
+            context.log.info(f"{uri}: {change['change']} {change['from']} -> {change['to']} (Delta version {change['version']})")
         register_table(session, self.lake, uri)
         if write.current_view:
             # Kept in step with every run, committed or not, so later steps can read it.
@@ -278,6 +297,10 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         if orphans:
             context.log.warning(describe_orphans(uri, orphans))
             metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(orphans)
+        if layout:
+            metadata[LAYOUT_METADATA_KEY] = dg.MetadataValue.json(layout.to_metadata()[LAYOUT_METADATA_KEY])
+        if layout_changes:
+            metadata[LAYOUT_CHANGES_KEY] = dg.MetadataValue.json(layout_changes)
         context.add_output_metadata(metadata)
         if partition_counts:
             # Each partition of a batch gets its own row count on its materialization.

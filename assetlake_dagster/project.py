@@ -41,6 +41,7 @@ from assetlake_dagster.spec import (
     TIME_WINDOW_PARAMETERS,
     SqlAssetSpec,
     TableUri,
+    WriteStrategy,
     UpstreamSpec,
     is_identifier,
 )
@@ -361,6 +362,7 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                 1,
             )
     _check_column_lines(header, analysis, error)
+    _check_layout(src, header, analysis, error)
     if header.manual or analysis.output_columns is None:
         return diagnostics
     seen: dict[str, int] = {}
@@ -422,6 +424,50 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                     len(column.text),
                 )
     return diagnostics
+
+
+def _check_layout(src: SourceText, header: Header, analysis: SqlAnalysis, error: Callable[..., None]) -> None:
+    """The layout lines against the file: clustering columns the SELECT produces, not
+    beside partitions, and no property that forbids the file's own writes."""
+    keywords = header.field_keywords
+    for into in ("layout.cluster_by", "layout.properties"):
+        if header.manual and into in keywords:
+            word = keywords[into]
+            error(src.location(word.line, word.col), f"a manual file cannot declare '-- {word.text}'.",
+                  "assetlake does not write a manual table, so it cannot lay it out; use a managed strategy.", len(word.text))
+    if header.manual:
+        return
+    cluster_by = header.fields.get("layout.cluster_by", ())
+    if cluster_by and header.partitioned_line is not None:
+        word = keywords["layout.cluster_by"]
+        error(
+            src.location(word.line, word.col),
+            f"'-- cluster_by' does not combine with '-- partitioned' (line {header.partitioned_line}): "
+            "Delta cannot both partition and cluster a table.",
+            "Remove one of the two lines: a partitioned table is laid out by its partitions.",
+            len(word.text),
+        )
+    elif cluster_by and analysis.output_columns is not None:
+        names = [c.name for c in analysis.output_columns]
+        for column in cluster_by:
+            if column.name.lower() not in {n.lower() for n in names}:
+                hint = did_you_mean(column.name, names).strip()
+                error(
+                    column.location,
+                    f"cluster_by column '{column.name}' is not among the SELECT's columns.",
+                    hint or f"The SELECT projects: {', '.join(names)}.",
+                    len(column.name),
+                )
+    properties = dict(header.fields.get("layout.properties", ()))
+    strategy = header.materialize.strategy if header.materialize else None
+    if properties.get("delta.appendOnly") == "true" and strategy not in (None, WriteStrategy.APPEND):
+        word = keywords["layout.properties"]
+        error(
+            src.location(word.line, word.col),
+            f"delta.appendOnly=true forbids the updates and deletes a {strategy.value} write makes.",
+            "Drop the property, or write with 'append'.",
+            len(word.text),
+        )
 
 
 def _check_column_lines(header: Header, analysis: SqlAnalysis, error: Callable[..., None]) -> None:

@@ -57,6 +57,8 @@ class Header:
         fields: the declared fields' values (:mod:`assetlake_dagster.annotations.fields`)
             by the spec attribute they fill (``catalog.group``, ``schedule``); a field the
             file does not give, or gives only invalid lines of, is absent.
+        field_keywords: the keyword of each declared field's first line, by the same
+            paths, for checks against the SQL (``project.py``).
     """
 
     materialize: Optional[MaterializeSpec] = None
@@ -72,6 +74,7 @@ class Header:
     columns: tuple[ColumnSpec, ...] = ()
     body_start: int = 1
     fields: Mapping[str, Any] = field(default_factory=dict)
+    field_keywords: Mapping[str, Word] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,6 +125,7 @@ class HeaderDraft:
             columns=tuple(self.columns.values()),
             body_start=body_start,
             fields=dict(fields),
+            field_keywords={into: state.first for into, state in self.fields.items()},
         )
 
 

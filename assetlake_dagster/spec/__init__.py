@@ -51,6 +51,9 @@ from assetlake_dagster.spec.model import (
     ColumnSourceSpec as ColumnSourceSpec,
     ColumnSpec as ColumnSpec,
     CatalogSpec as CatalogSpec,
+    ClusterColumn as ClusterColumn,
+    LayoutSpec as LayoutSpec,
+    LAYOUT_METADATA_KEY as LAYOUT_METADATA_KEY,
     SqlAssetSpec as SqlAssetSpec,
 )
 from assetlake_dagster.spec.values import (

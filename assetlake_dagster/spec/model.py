@@ -413,6 +413,63 @@ class ColumnSpec:
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
 
+#: Asset metadata key of a table's declared layout (:class:`LayoutSpec`), read by the IO manager.
+LAYOUT_METADATA_KEY = "assetlake/layout"
+
+
+@dataclass(frozen=True)
+class ClusterColumn:
+    """One column of a ``-- cluster_by`` line, and where it is written."""
+
+    name: str
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """How the table is laid out: the ``-- cluster_by`` and ``-- properties`` lines, bundled.
+
+    Attributes:
+        cluster_by: the Delta liquid clustering columns, in order (empty: not clustered).
+        properties: Delta table properties (``delta.enableChangeDataFeed`` …) and their
+            values as Delta stores them, in file order.
+
+    Example:
+        >>> layout = LayoutSpec((ClusterColumn("order_id"),), (("delta.enableChangeDataFeed", "true"),))
+        >>> layout.to_metadata()
+        {'assetlake/layout': {'cluster_by': ['order_id'], 'properties': {'delta.enableChangeDataFeed': 'true'}}}
+        >>> LayoutSpec.from_metadata(layout.to_metadata()) == layout
+        True
+    """
+
+    cluster_by: tuple[ClusterColumn, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def cluster_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.cluster_by)
+
+    def __bool__(self) -> bool:
+        return bool(self.cluster_by or self.properties)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The layout as asset metadata (empty when nothing is declared)."""
+        if not self:
+            return {}
+        return {LAYOUT_METADATA_KEY: {"cluster_by": list(self.cluster_columns), "properties": dict(self.properties)}}
+
+    @classmethod
+    def from_metadata(cls, metadata: Optional[Mapping[str, Any]]) -> "LayoutSpec":
+        """The layout stored by :meth:`to_metadata` (none declared: an empty one)."""
+        raw = (metadata or {}).get(LAYOUT_METADATA_KEY)
+        raw = getattr(raw, "value", raw)
+        raw = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+        return cls(
+            cluster_by=tuple(ClusterColumn(str(c)) for c in raw.get("cluster_by") or ()),
+            properties=tuple((str(k), str(v)) for k, v in (raw.get("properties") or {}).items()),
+        )
+
+
 @dataclass(frozen=True)
 class CatalogSpec:
     """How the asset is listed in Dagster's catalog: the catalog lines, bundled.
@@ -451,6 +508,7 @@ class SqlAssetSpec:
         partitions: the ``-- partitioned`` line, or ``None`` for a whole-table asset.
         data_tests: the ``-- data_test`` lines, in file order.
         catalog: the catalog lines (group, owners, tags, description, kinds).
+        layout: the table's layout lines (``cluster_by``, ``properties``).
         schedule: the ``-- schedule`` line, if any.
         automation: the ``-- automation`` line, if any.
         columns: the ``-- column`` lines, one entry per output column named, in file order.
@@ -468,6 +526,7 @@ class SqlAssetSpec:
     partitions: Optional[PartitionSpec] = None
     data_tests: tuple[DataTestSpec, ...] = ()
     catalog: CatalogSpec = CatalogSpec()
+    layout: LayoutSpec = LayoutSpec()
     schedule: Optional[ScheduleSpec] = None
     automation: Optional[AutomationSpec] = None
     columns: tuple[ColumnSpec, ...] = ()

@@ -21,6 +21,8 @@ SAMPLE_LINES = {
     "tags": "-- tags tier=gold",
     "description": "-- description Cleaned orders.",
     "kinds": "-- kinds silver",
+    "cluster_by": "-- cluster_by id",
+    "properties": "-- properties delta.enableChangeDataFeed=true",
     "schedule": "-- schedule 0 2 * * *",
     "automation": "-- automation eager",
     "freshness": "-- freshness fail=26h",
@@ -60,6 +62,9 @@ def test_every_sample_line_loads_into_the_spec():
     spec, problems = parse_file("/p/f.sql", M + "\n".join(SAMPLE_LINES.values()) + "\nSELECT 1 AS id\n")
     assert problems == []
     assert spec.catalog == CatalogSpec("sales", ("team:data-eng",), (("tier", "gold"),), "Cleaned orders.", ("silver",))
+    assert spec.layout.to_metadata()["assetlake/layout"] == {
+        "cluster_by": ["id"], "properties": {"delta.enableChangeDataFeed": "true"},
+    }
     assert (spec.schedule.cron, spec.automation.kind.value, spec.freshness.fail.total_seconds()) == (
         "0 2 * * *", "eager", 26 * 3600,
     )
