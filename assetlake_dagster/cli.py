@@ -168,6 +168,64 @@ def _restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table_uri(text: str):
+    from assetlake_dagster.spec import TableUri
+
+    try:
+        return TableUri.parse(text)
+    except ValueError as err:
+        raise ConfigError(f"{text}: {err}. Name the table as delta://<schema>/<table>.") from err
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from assetlake_dagster.lake.maintenance import optimize_table
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    try:
+        uri = _table_uri(args.table)
+        resource = SparkDeltaResource(lake_root=args.lake_root)
+        result = optimize_table(resource.get_session(), resource.lake, uri)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(result.summary(uri))
+    return 0
+
+
+def _vacuum(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    import dagster as dg
+
+    from assetlake_dagster.lake.maintenance import commit_times, restore_window, vacuum_table
+    from assetlake_dagster.maintenance import needed_versions
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    try:
+        uri = _table_uri(args.table)
+        resource = SparkDeltaResource(lake_root=args.lake_root)
+        spark, lake = resource.get_session(), resource.lake
+        path = lake.table_path(uri)
+        now = dt.datetime.now(dt.timezone.utc)
+        defs = None
+        if args.project_dir:
+            from assetlake_dagster.build import build_definitions
+
+            defs = build_definitions(args.project_dir, lake_root=args.lake_root)
+        window = restore_window(spark, path) if lake.table_exists(spark, uri) else 0
+        with _instance() as instance:
+            needs = needed_versions(
+                instance, uri, dg.AssetKey(uri.asset_key_path), since=now - dt.timedelta(hours=window),
+                commit_times=commit_times(lake, path) if window else {}, defs=defs,
+            )
+        result = vacuum_table(spark, lake, uri, args.retain, needs, now=now)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(result.summary(uri))
+    return 0
+
+
 def _engine(args: argparse.Namespace) -> int:
     import datetime as dt
 
@@ -253,6 +311,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plan": _plan,
     "backfill": _backfill,
     "restore": _restore,
+    "optimize": _optimize,
+    "vacuum": _vacuum,
     "check": _check,
     "engine": _engine,
     "demo": _demo,
@@ -310,6 +370,28 @@ def _build_parser() -> argparse.ArgumentParser:
     restore.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
     restore.add_argument("--version", type=int, required=True, help="the Delta version to restore")
     restore.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    optimize = commands.add_parser(
+        "optimize",
+        help="compact a table's small files (and cluster it by its cluster_by columns); changes no rows",
+        description="Run Delta's OPTIMIZE on TABLE and print its files and bytes before and after. The commit "
+        "changes no rows (dataChange=false): nothing downstream runs because of it.",
+    )
+    optimize.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
+    optimize.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    vacuum = commands.add_parser(
+        "vacuum",
+        help="delete the files of old versions, refused when a version still needed would lose them",
+        description="Run Delta's VACUUM on TABLE, keeping the files of versions younger than --retain hours "
+        "(default: the table's restore window, delta.deletedFileRetentionDuration, 7 days unless set). "
+        "Refused, deleting nothing, when it would delete files of a version recorded by a materialization "
+        "in $DAGSTER_HOME inside the window, read by a downstream's materialization, pinned by an input "
+        "(--project-dir) or current when a run still in flight started; the message names the oldest safe "
+        "retention.",
+    )
+    vacuum.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
+    vacuum.add_argument("--retain", type=int, default=None, metavar="HOURS", help="keep versions younger than this")
+    vacuum.add_argument("--project-dir", default=None, help="the SQL folder, for inputs that pin a version")
+    vacuum.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     check = commands.add_parser(
         "check",
         help="run an asset's data tests against its committed table (writes nothing)",
