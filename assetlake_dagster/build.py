@@ -10,6 +10,7 @@ import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
 from assetlake_dagster.automation import generated_definitions
+from assetlake_dagster.maintenance import maintenance_definitions
 from assetlake_dagster.code_references import link_to_git
 from assetlake_dagster.external import external_table_asset
 from assetlake_dagster.io_manager import DeltaIOManager
@@ -128,11 +129,12 @@ def build_definitions(
     if watch is not None and all(s.name != watch.name for s in sensors):
         sensors.append(watch)  # a sensor of yours under its name replaces it
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
+    maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], SPARK_RESOURCE_KEY) for spec in project.assets if spec.maintain]
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
-        schedules=[*schedules, *generated.schedules],
+        schedules=[*schedules, *generated.schedules, *(schedule for _, schedule in maintained)],
         sensors=[*sensors, *generated.sensors],
-        jobs=[*jobs, *generated.jobs],
+        jobs=[*jobs, *generated.jobs, *(job for job, _ in maintained)],
         resources={SPARK_RESOURCE_KEY: resource, io_manager_key: io_manager or DeltaIOManager(spark=resource)},
         executor=executor,
     )

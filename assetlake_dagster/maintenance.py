@@ -1,8 +1,13 @@
-"""Which versions of a table Dagster still needs, for the ``VACUUM`` guard.
+"""Maintenance on the Dagster side: the ``-- maintain`` jobs and schedules, and the versions
+of a table Dagster still needs, for the ``VACUUM`` guard.
 
 :mod:`assetlake_dagster.lake.maintenance` runs ``OPTIMIZE`` and ``VACUUM`` on a table and
-refuses a ``VACUUM`` that would delete a needed version's files; this module finds those
-versions where Dagster keeps them:
+refuses a ``VACUUM`` that would delete a needed version's files. A table with a
+``-- maintain`` line gets a job (``maintain__<schema>__<table>``) and a schedule on its
+cron: an op, not an asset, so it materializes nothing and triggers nothing downstream; it
+records the files and bytes before and after as an observation of the asset
+(``assetlake/maintenance``). :func:`needed_versions` finds the versions the guard keeps,
+where Dagster keeps them:
 
 * materializations inside the restore window: the table's own ``delta/version``, and every
   downstream's ``assetlake/upstream_versions`` entry for the table;
@@ -14,17 +19,79 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import dagster as dg
 
+from assetlake_dagster.errors import display_path
 from assetlake_dagster.io_manager import READ_VERSION_KEY
-from assetlake_dagster.lake.maintenance import Need
-from assetlake_dagster.spec import TableUri
-from assetlake_dagster.sql_asset_run import UPSTREAM_VERSIONS_KEY
+from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
+
+if TYPE_CHECKING:  # PySpark loads when a run starts, not with the code location
+    from assetlake_dagster.lake.maintenance import Need
 
 #: Materializations read per asset key (inside the window; newest first).
 RECORD_LIMIT = 1000
+#: Observation metadata of a maintenance run: each operation's files and bytes before and after.
+MAINTENANCE_KEY = "assetlake/maintenance"
+
+
+def maintenance_definitions(
+    spec: SqlAssetSpec, asset_key: dg.AssetKey, spark_key: str = "spark"
+) -> tuple[dg.JobDefinition, dg.ScheduleDefinition]:
+    """The job and schedule of a file's ``-- maintain`` line.
+
+    Example:
+        >>> job, schedule = maintenance_definitions(spec, dg.AssetKey(["s", "t"]))  # doctest: +SKIP
+        >>> job.name, schedule.cron_schedule  # doctest: +SKIP
+        ('maintain__s__t', '0 3 * * 0')
+    """
+    maintain = spec.maintain
+    assert maintain is not None
+    uri, name = spec.uri, f"maintain__{spec.uri.schema}__{spec.uri.table}"
+
+    @dg.op(name=name, required_resource_keys={spark_key}, description=f"OPTIMIZE{' and VACUUM' if maintain.vacuum else ''} {uri}")
+    def maintain_table(context) -> None:  # unannotated: this module postpones annotations, Dagster reads them
+        from assetlake_dagster.lake.maintenance import commit_times, optimize_table, restore_window, vacuum_table
+
+        resource: SparkDeltaResource = getattr(context.resources, spark_key)
+        session, lake = resource.get_session(), resource.lake
+        done = []
+        try:
+            result = optimize_table(session, lake, uri)
+            context.log.info(result.summary(uri))
+            done.append(result)
+            if maintain.vacuum:
+                path = lake.table_path(uri)
+                now = dt.datetime.now(dt.timezone.utc)
+                window = restore_window(session, path)
+                needs = needed_versions(
+                    context.instance, uri, asset_key, since=now - dt.timedelta(hours=window),
+                    commit_times=commit_times(lake, path),
+                )
+                result = vacuum_table(session, lake, uri, maintain.retain_hours, needs, now=now)
+                context.log.info(result.summary(uri))
+                done.append(result)
+        finally:
+            if done:
+                context.log_event(dg.AssetObservation(asset_key=asset_key, metadata={MAINTENANCE_KEY: dg.MetadataValue.json([
+                    {"operation": r.operation, "version": r.version, "retain_hours": r.retain_hours,
+                     "before": r.before.as_metadata(), "after": r.after.as_metadata()} for r in done
+                ])}))
+
+    job = dg.GraphDefinition(name=name, node_defs=[maintain_table]).to_job(
+        description=f"Maintenance of {uri} ({display_path(spec.path)})",
+    )
+    schedule = dg.ScheduleDefinition(
+        name=f"{name}_schedule",
+        job=job,
+        cron_schedule=maintain.cron,
+        execution_timezone=maintain.timezone or "UTC",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"-- maintain {maintain.cron} in {display_path(spec.path)}",
+    )
+    return job, schedule
 
 
 def needed_versions(
@@ -51,6 +118,8 @@ def needed_versions(
         ...                 since=dt.datetime.now(dt.timezone.utc), commit_times={})
         []
     """
+    from assetlake_dagster.lake.maintenance import Need
+
     needs: list[Need] = []
     for key in instance.get_asset_keys():
         records = instance.fetch_materializations(
@@ -76,6 +145,8 @@ def needed_versions(
 
 
 def _pinned(defs: dg.Definitions, asset_key: dg.AssetKey) -> list[Need]:
+    from assetlake_dagster.lake.maintenance import Need
+
     needs = []
     graph = defs.resolve_asset_graph()
     for assets_def in graph.assets_defs:
@@ -93,6 +164,8 @@ def _pinned(defs: dg.Definitions, asset_key: dg.AssetKey) -> list[Need]:
 
 
 def _in_flight(instance: dg.DagsterInstance, commit_times: Mapping[int, dt.datetime]) -> list[Need]:
+    from assetlake_dagster.lake.maintenance import Need
+
     needs = []
     statuses = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
     for record in instance.get_run_records(filters=dg.RunsFilter(statuses=statuses)):

@@ -21,12 +21,11 @@ from assetlake_dagster.materialization import materialization_metadata
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import local_checkpoint
-from assetlake_dagster.spec import SqlAssetSpec, TableUri
+from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
 from assetlake_dagster.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.lake.versions import current_version
 
-UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
 
 
 def run_sql_asset(

@@ -19,7 +19,7 @@ function in :data:`LINE_PARSERS`::
 from typing import Callable
 
 from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
-from assetlake_dagster.annotations import automation, catalog, freshness, layout
+from assetlake_dagster.annotations import automation, catalog, freshness, layout, maintain
 from assetlake_dagster.annotations.column import parse_column
 from assetlake_dagster.annotations.data_test import parse_data_test
 from assetlake_dagster.annotations.fields import HeaderField, field_values, parse_field_line
@@ -47,7 +47,7 @@ LINE_PARSERS: dict[str, LineParser] = {
     "column": parse_column,
 }
 #: Every declared field: a keyword whose value goes straight into the spec.
-FIELDS: tuple[HeaderField, ...] = (*catalog.FIELDS, *layout.FIELDS, *automation.FIELDS, *freshness.FIELDS)
+FIELDS: tuple[HeaderField, ...] = (*catalog.FIELDS, *layout.FIELDS, *maintain.FIELDS, *automation.FIELDS, *freshness.FIELDS)
 FIELDS_BY_KEYWORD: dict[str, HeaderField] = {f.keyword: f for f in FIELDS}
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.
 KEYWORDS = (*LINE_PARSERS, *FIELDS_BY_KEYWORD)

@@ -53,7 +53,9 @@ from assetlake_dagster.spec.model import (
     CatalogSpec as CatalogSpec,
     ClusterColumn as ClusterColumn,
     LayoutSpec as LayoutSpec,
+    MaintainSpec as MaintainSpec,
     LAYOUT_METADATA_KEY as LAYOUT_METADATA_KEY,
+    UPSTREAM_VERSIONS_KEY as UPSTREAM_VERSIONS_KEY,
     SqlAssetSpec as SqlAssetSpec,
 )
 from assetlake_dagster.spec.values import (

@@ -413,6 +413,8 @@ class ColumnSpec:
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
 
+#: Materialization metadata: the Delta version of each upstream table a SQL asset's run read.
+UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
 #: Asset metadata key of a table's declared layout (:class:`LayoutSpec`), read by the IO manager.
 LAYOUT_METADATA_KEY = "assetlake/layout"
 
@@ -471,6 +473,24 @@ class LayoutSpec:
 
 
 @dataclass(frozen=True)
+class MaintainSpec:
+    """The ``-- maintain`` line: when the table is optimized, and whether it is vacuumed.
+
+    Attributes:
+        cron: when the maintenance job runs (``OPTIMIZE``, then ``VACUUM`` if ``vacuum``).
+        timezone: the IANA zone of the cron (default: UTC).
+        vacuum: whether the job vacuums after optimizing.
+        retain_hours: the ``VACUUM`` retention (``None``: the table's restore window).
+    """
+
+    cron: str
+    timezone: Optional[str] = None
+    vacuum: bool = False
+    retain_hours: Optional[int] = None
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class CatalogSpec:
     """How the asset is listed in Dagster's catalog: the catalog lines, bundled.
 
@@ -509,6 +529,7 @@ class SqlAssetSpec:
         data_tests: the ``-- data_test`` lines, in file order.
         catalog: the catalog lines (group, owners, tags, description, kinds).
         layout: the table's layout lines (``cluster_by``, ``properties``).
+        maintain: the ``-- maintain`` line, if any.
         schedule: the ``-- schedule`` line, if any.
         automation: the ``-- automation`` line, if any.
         columns: the ``-- column`` lines, one entry per output column named, in file order.
@@ -527,6 +548,7 @@ class SqlAssetSpec:
     data_tests: tuple[DataTestSpec, ...] = ()
     catalog: CatalogSpec = CatalogSpec()
     layout: LayoutSpec = LayoutSpec()
+    maintain: Optional[MaintainSpec] = None
     schedule: Optional[ScheduleSpec] = None
     automation: Optional[AutomationSpec] = None
     columns: tuple[ColumnSpec, ...] = ()

@@ -23,6 +23,7 @@ SAMPLE_LINES = {
     "kinds": "-- kinds silver",
     "cluster_by": "-- cluster_by id",
     "properties": "-- properties delta.enableChangeDataFeed=true",
+    "maintain": "-- maintain 0 3 * * 0 vacuum=30d",
     "schedule": "-- schedule 0 2 * * *",
     "automation": "-- automation eager",
     "freshness": "-- freshness fail=26h",

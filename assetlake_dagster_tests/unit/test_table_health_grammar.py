@@ -1,10 +1,10 @@
-"""`-- cluster_by` and `-- properties`: valid lines, and the exact located error of each
-mistake, in the header and against the SQL."""
+"""`-- cluster_by`, `-- properties` and `-- maintain`: valid lines, and the exact located
+error of each mistake, in the header and against the SQL."""
 
 import pytest
 
 from assetlake_dagster.project import parse_file
-from assetlake_dagster.spec import ClusterColumn, LayoutSpec
+from assetlake_dagster.spec import ClusterColumn, LayoutSpec, MaintainSpec
 from assetlake_dagster_tests.helpers import header_errors, parsed_header
 
 PROPERTIES_FORM = "'-- properties <key>=<value> [<key>=\"<value with spaces>\"] …'"
@@ -87,3 +87,43 @@ def test_layout_errors_against_the_sql(text, expected):
 
 def test_an_append_only_table_may_be_appended_to():
     assert errors_against_sql("-- materialize delta://a/t append\n-- properties delta.appendOnly=true\nSELECT 1 AS id\n") == []
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("-- maintain 0 3 * * 0 vacuum=30d", MaintainSpec("0 3 * * 0", None, vacuum=True, retain_hours=720)),
+        ("-- maintain @daily tz=Europe/Berlin vacuum=window", MaintainSpec("@daily", "Europe/Berlin", vacuum=True)),
+        ("-- maintain @weekly", MaintainSpec("@weekly")),
+        ("-- maintain 0 1 * * * vacuum=36h", MaintainSpec("0 1 * * *", vacuum=True, retain_hours=36)),
+    ],
+)
+def test_maintain_line(line, expected):
+    assert parsed_header(line).fields["maintain"] == expected
+
+
+VACUUM_HINT = (
+    "Write 'vacuum=<n>h' or 'vacuum=<n>d' (hours or days to keep), or 'vacuum=window' for the table's restore window."
+)
+
+
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        (
+            "-- maintain",
+            "f.sql:2:4: '-- maintain' needs a cron schedule. Write '-- maintain <cron> [tz=<zone>] "
+            "[vacuum=<duration>|vacuum=window]', e.g. '0 2 * * *' for 02:00 every day.",
+        ),
+        ("-- maintain @daily vacuum=3x", f"f.sql:2:27: '3x' is not a retention. {VACUUM_HINT}"),
+        ("-- maintain @daily vacuum=", f"f.sql:2:20: 'vacuum=' needs a retention. {VACUUM_HINT}"),
+        ("-- maintain @daily vacuum=0h", f"f.sql:2:27: 'vacuum=0h' keeps nothing. {VACUUM_HINT}"),
+        ("-- maintain @daily vacuum=1d vacuum=2d", "f.sql:2:30: option 'vacuum=' is given twice. Keep one 'vacuum='."),
+        (
+            "-- maintain @daily\n-- maintain @weekly",
+            "f.sql:3:4: maintenance is already set on line 2. A table has one maintenance schedule; keep one '-- maintain' line.",
+        ),
+    ],
+)
+def test_maintain_line_errors(lines, expected):
+    assert header_errors(lines) == [expected]
