@@ -193,32 +193,16 @@ def _optimize(args: argparse.Namespace) -> int:
 
 
 def _vacuum(args: argparse.Namespace) -> int:
-    import datetime as dt
-
-    import dagster as dg
-
-    from assetlake_dagster.lake.maintenance import commit_times, restore_window, vacuum_table
-    from assetlake_dagster.maintenance import needed_versions
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.maintenance import guarded_vacuum
     from assetlake_dagster.resources import SparkDeltaResource
 
     try:
         uri = _table_uri(args.table)
         resource = SparkDeltaResource(lake_root=args.lake_root)
-        spark, lake = resource.get_session(), resource.lake
-        path = lake.table_path(uri)
-        now = dt.datetime.now(dt.timezone.utc)
-        defs = None
-        if args.project_dir:
-            from assetlake_dagster.build import build_definitions
-
-            defs = build_definitions(args.project_dir, lake_root=args.lake_root)
-        window = restore_window(spark, path) if lake.table_exists(spark, uri) else 0
+        defs = build_definitions(args.project_dir, lake_root=args.lake_root) if args.project_dir else None
         with _instance() as instance:
-            needs = needed_versions(
-                instance, uri, dg.AssetKey(uri.asset_key_path), since=now - dt.timedelta(hours=window),
-                commit_times=commit_times(lake, path) if window else {}, defs=defs,
-            )
-        result = vacuum_table(spark, lake, uri, args.retain, needs, now=now)
+            result = guarded_vacuum(resource.get_session(), resource.lake, uri, args.retain, instance, defs=defs)
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1

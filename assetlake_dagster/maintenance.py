@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
 
@@ -29,7 +29,8 @@ from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
 
 if TYPE_CHECKING:  # PySpark loads when a run starts, not with the code location
-    from assetlake_dagster.lake.maintenance import Need
+    from assetlake_dagster.lake.maintenance import MaintenanceResult, Need
+    from assetlake_dagster.lake.root import Lake
 
 #: Materializations read per asset key (inside the window; newest first).
 RECORD_LIMIT = 1000
@@ -53,7 +54,7 @@ def maintenance_definitions(
 
     @dg.op(name=name, required_resource_keys={spark_key}, description=f"OPTIMIZE{' and VACUUM' if maintain.vacuum else ''} {uri}")
     def maintain_table(context) -> None:  # unannotated: this module postpones annotations, Dagster reads them
-        from assetlake_dagster.lake.maintenance import commit_times, optimize_table, restore_window, vacuum_table
+        from assetlake_dagster.lake.maintenance import optimize_table
 
         resource: SparkDeltaResource = getattr(context.resources, spark_key)
         session, lake = resource.get_session(), resource.lake
@@ -63,14 +64,7 @@ def maintenance_definitions(
             context.log.info(result.summary(uri))
             done.append(result)
             if maintain.vacuum:
-                path = lake.table_path(uri)
-                now = dt.datetime.now(dt.timezone.utc)
-                window = restore_window(session, path)
-                needs = needed_versions(
-                    context.instance, uri, asset_key, since=now - dt.timedelta(hours=window),
-                    commit_times=commit_times(lake, path),
-                )
-                result = vacuum_table(session, lake, uri, maintain.retain_hours, needs, now=now)
+                result = guarded_vacuum(session, lake, uri, maintain.retain_hours, context.instance, asset_key=asset_key)
                 context.log.info(result.summary(uri))
                 done.append(result)
         finally:
@@ -92,6 +86,35 @@ def maintenance_definitions(
         description=f"-- maintain {maintain.cron} in {display_path(spec.path)}",
     )
     return job, schedule
+
+
+def guarded_vacuum(
+    spark: Any,
+    lake: Lake,
+    uri: TableUri,
+    retain_hours: Optional[int],
+    instance: dg.DagsterInstance,
+    *,
+    asset_key: Optional[dg.AssetKey] = None,
+    defs: Optional[dg.Definitions] = None,
+) -> MaintenanceResult:
+    """``VACUUM`` the table unless it would delete a version that :func:`needed_versions` finds.
+
+    Raises:
+        VacuumRefused: nothing was deleted; the message names the version and the oldest
+            safe retention.
+    """
+    from assetlake_dagster.lake.maintenance import commit_times, restore_window, vacuum_table
+
+    path = lake.table_path(uri)
+    now = dt.datetime.now(dt.timezone.utc)
+    exists = lake.table_exists(spark, uri)
+    window = restore_window(spark, path) if exists else 0
+    needs = needed_versions(
+        instance, uri, asset_key or dg.AssetKey(uri.asset_key_path), since=now - dt.timedelta(hours=window),
+        commit_times=commit_times(lake, path) if exists else {}, defs=defs,
+    )
+    return vacuum_table(spark, lake, uri, retain_hours, needs, now=now)
 
 
 def needed_versions(

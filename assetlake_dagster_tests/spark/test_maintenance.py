@@ -17,7 +17,7 @@ from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.maintenance import Need, VacuumRefused, table_files, vacuum_table
 from assetlake_dagster.lake.restore import restore_table
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.maintenance import needed_versions
+from assetlake_dagster.maintenance import guarded_vacuum, needed_versions
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster_tests.helpers import run_cli
 
@@ -129,6 +129,9 @@ def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spar
     def slow() -> None:
         release.wait(60)
 
+    lake = Lake(lake_root)
+    other = TableUri("s", "other")
+    write_versions(spark, lake.table_path(other), 2)  # a restore window of 0 hours: only needs protect
     runner = threading.Thread(target=dg.materialize, args=([slow],), kwargs={"instance": instance})
     runner.start()
     try:
@@ -140,6 +143,10 @@ def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spar
         later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
         needs = needed_versions(instance, URI, dg.AssetKey(["s", "t"]), since=later, commit_times={0: past, 1: past, 2: later})
         assert [(n.version, n.reason.endswith("still in flight, started")) for n in needs] == [(1, True)]
+        # Through the command's path: the version current when the run started is kept.
+        spark.createDataFrame([(9,)], "n INT").write.format("delta").mode("overwrite").save(lake.table_path(other))
+        with pytest.raises(VacuumRefused, match=r"version 1 \(current when run \w+, still in flight, started\)"):
+            guarded_vacuum(spark, lake, other, 0, instance)
     finally:
         release.set()
         runner.join(60)
