@@ -179,30 +179,29 @@ def _table_uri(text: str):
 
 def _optimize(args: argparse.Namespace) -> int:
     from assetlake_dagster.lake.maintenance import optimize_table
-    from assetlake_dagster.resources import SparkDeltaResource
 
-    try:
-        uri = _table_uri(args.table)
-        resource = SparkDeltaResource(lake_root=args.lake_root)
-        result = optimize_table(resource.get_session(), resource.lake, uri)
-    except AssetlakeError as err:
-        print(err, file=sys.stderr)
-        return 1
-    print(result.summary(uri))
-    return 0
+    return _maintain_table(args, lambda uri, resource: optimize_table(resource.get_session(), resource.lake, uri))
 
 
 def _vacuum(args: argparse.Namespace) -> int:
     from assetlake_dagster.build import build_definitions
     from assetlake_dagster.maintenance import guarded_vacuum
+
+    def vacuum(uri, resource):
+        defs = build_definitions(args.project_dir, lake_root=args.lake_root) if args.project_dir else None
+        with _instance() as instance:
+            return guarded_vacuum(resource.get_session(), resource.lake, uri, args.retain, instance, defs=defs)
+
+    return _maintain_table(args, vacuum)
+
+
+def _maintain_table(args: argparse.Namespace, run: Callable) -> int:
+    """Run one maintenance operation on ``args.table``; print its summary or the refusal."""
     from assetlake_dagster.resources import SparkDeltaResource
 
     try:
         uri = _table_uri(args.table)
-        resource = SparkDeltaResource(lake_root=args.lake_root)
-        defs = build_definitions(args.project_dir, lake_root=args.lake_root) if args.project_dir else None
-        with _instance() as instance:
-            result = guarded_vacuum(resource.get_session(), resource.lake, uri, args.retain, instance, defs=defs)
+        result = run(uri, SparkDeltaResource(lake_root=args.lake_root))
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
