@@ -31,6 +31,7 @@ from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (
     COLUMN_DESCRIPTIONS_KEY,
     LAYOUT_METADATA_KEY,
+    MAX_CLUSTER_COLUMNS,
     ClusterColumn,
     LayoutSpec,
     WRITE_METADATA_KEY,
@@ -115,8 +116,8 @@ def managed_write(
         raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
     uri = TableUri.parse(table) if table is not None else None
     bad = [c for c in cluster_by if not is_identifier(c)]
-    if bad or len(cluster_by) > 4:
-        raise ValueError(f"cluster_by={list(cluster_by)}: at most 4 plain column names")
+    if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
+        raise ValueError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
     layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
     return {WRITE_METADATA_KEY: write_contract(kind, tuple(key), tuple(track), deletes == "close", uri), **layout.to_metadata()}
 
@@ -298,7 +299,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             context.log.warning(describe_orphans(uri, orphans))
             metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(orphans)
         if layout:
-            metadata[LAYOUT_METADATA_KEY] = dg.MetadataValue.json(layout.to_metadata()[LAYOUT_METADATA_KEY])
+            metadata[LAYOUT_METADATA_KEY] = dg.MetadataValue.json(layout.to_json())
         if layout_changes:
             metadata[LAYOUT_CHANGES_KEY] = dg.MetadataValue.json(layout_changes)
         context.add_output_metadata(metadata)

@@ -104,17 +104,13 @@ def guarded_vacuum(
         VacuumRefused: nothing was deleted; the message names the version and the oldest
             safe retention.
     """
-    from assetlake_dagster.lake.maintenance import commit_times, restore_window, vacuum_table
+    from assetlake_dagster.lake.maintenance import vacuum_table
 
-    path = lake.table_path(uri)
-    now = dt.datetime.now(dt.timezone.utc)
-    exists = lake.table_exists(spark, uri)
-    window = restore_window(spark, path) if exists else 0
-    needs = needed_versions(
-        instance, uri, asset_key or dg.AssetKey(uri.asset_key_path), since=now - dt.timedelta(hours=window),
-        commit_times=commit_times(lake, path) if exists else {}, defs=defs,
+    key = asset_key or dg.AssetKey(uri.asset_key_path)
+    return vacuum_table(
+        spark, lake, uri, retain_hours,
+        lambda since, times: needed_versions(instance, uri, key, since=since, commit_times=times, defs=defs),
     )
-    return vacuum_table(spark, lake, uri, retain_hours, needs, now=now)
 
 
 def needed_versions(

@@ -449,8 +449,9 @@ def _check_layout(src: SourceText, header: Header, analysis: SqlAnalysis, error:
         )
     elif cluster_by and analysis.output_columns is not None:
         names = [c.name for c in analysis.output_columns]
+        produced = {n.lower() for n in names}
         for column in cluster_by:
-            if column.name.lower() not in {n.lower() for n in names}:
+            if column.name.lower() not in produced:
                 hint = did_you_mean(column.name, names).strip()
                 error(
                     column.location,

@@ -27,7 +27,6 @@ from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, stra
 from assetlake_dagster.lake.versions import current_version
 
 
-
 def run_sql_asset(
     context: dg.AssetExecutionContext,
     spec: SqlAssetSpec,

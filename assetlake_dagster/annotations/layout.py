@@ -20,14 +20,10 @@ from typing import Callable, Optional
 from assetlake_dagster.annotations.fields import FieldLine, HeaderField, Item, Repeat
 from assetlake_dagster.annotations.header import IDENTIFIER_HINT, Word, comma_items
 from assetlake_dagster.errors import did_you_mean
-from assetlake_dagster.spec import ClusterColumn, is_identifier
+from assetlake_dagster.spec import MAX_CLUSTER_COLUMNS, ClusterColumn, interval_hours, is_identifier
 
 CLUSTER_BY_FORM = "-- cluster_by <column>[,<column>…]"
 PROPERTIES_FORM = '-- properties <key>=<value> [<key>="<value with spaces>"] …'
-#: Delta clusters by at most this many columns.
-MAX_CLUSTER_COLUMNS = 4
-
-_INTERVAL_RE = re.compile(r"interval\s+\d+\s+(second|minute|hour|day|week)s?", re.IGNORECASE)
 _PROPERTY_RE = re.compile(r'([^\s=]*)=("([^"]*)"|\S*)')
 
 
@@ -36,12 +32,12 @@ def _choice(*values: str) -> tuple[Callable[[str], bool], str]:
 
 
 _BOOLEAN = _choice("true", "false")
-_INTERVAL = (lambda v: bool(_INTERVAL_RE.fullmatch(v))), "an interval such as \"interval 30 days\""
+_INTERVAL = (lambda v: interval_hours(v) is not None), "an interval such as \"interval 30 days\""
 _POSITIVE = (lambda v: v.isdigit() and int(v) > 0), "a whole number above 0"
 _COLUMNS = (lambda v: all(is_identifier(c.strip()) for c in v.split(","))), "column names separated by commas"
 
 #: The Delta table properties a ``-- properties`` line may set, with the values each takes
-#: (``spark/test_table_layout.py`` checks that Delta accepts every one of them).
+#: (``dagster/test_table_layout.py`` checks that Delta accepts every one of them).
 DELTA_PROPERTIES: dict[str, tuple[Callable[[str], bool], str]] = {
     "delta.enableChangeDataFeed": _BOOLEAN,
     "delta.enableDeletionVectors": _BOOLEAN,
@@ -58,6 +54,9 @@ DELTA_PROPERTIES: dict[str, tuple[Callable[[str], bool], str]] = {
     "delta.dataSkippingStatsColumns": _COLUMNS,
     "delta.isolationLevel": _choice("Serializable", "WriteSerializable"),
 }
+#: Each known property by its lower-case name, to name a misspelt case.
+_BY_LOWER_NAME = {name.lower(): name for name in DELTA_PROPERTIES}
+_WORD_RE = re.compile(r"\S+")
 
 
 def parse_cluster_by(line: FieldLine) -> Optional[tuple[ClusterColumn, ...]]:
@@ -96,10 +95,10 @@ def parse_properties(line: FieldLine) -> list[Item]:
             continue
         match = _PROPERTY_RE.match(text, position)
         if match is None or not match.group(1):
-            word_end = _word_end(text, position)
-            word = Word(text[position:word_end], line.keyword.line, position + 1)
+            bad = _WORD_RE.match(text, position)
+            word = Word(bad.group(), line.keyword.line, position + 1)
             line.error(word, f"'{word.text}' is not a <key>=<value> property.", f"Write '{PROPERTIES_FORM}'.")
-            position = word_end
+            position = bad.end()
             continue
         key, value = match.group(1), match.group(3) if match.group(3) is not None else match.group(2)
         key_word = Word(key, line.keyword.line, position + 1)
@@ -115,21 +114,13 @@ def parse_properties(line: FieldLine) -> list[Item]:
     return items
 
 
-def _word_end(text: str, position: int) -> int:
-    end = position
-    while end < len(text) and not text[end].isspace():
-        end += 1
-    return end
-
-
 def _check_property(line: FieldLine, key: Word, value: str, value_word: Word) -> bool:
     if not key.text.startswith("delta."):
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", key.text):
             line.error(key, f"property key '{key.text}' is not valid.", "Use letters, digits, '_', '-' and '.'.")
             return False
         return True  # a user property: Delta keeps it as is
-    known = {k.lower(): k for k in DELTA_PROPERTIES}
-    name = known.get(key.text.lower())
+    name = _BY_LOWER_NAME.get(key.text.lower())
     if name is None:
         hint = did_you_mean(key.text, list(DELTA_PROPERTIES)).strip() or (
             "Known: " + ", ".join(DELTA_PROPERTIES) + ". A property of your own goes without the 'delta.' prefix."

@@ -25,8 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
@@ -34,7 +33,7 @@ from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.delta_sql import is_delta_table, path_identifier, session_conf
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.spec import TableUri
+from assetlake_dagster.spec import TableUri, interval_hours
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,8 +44,6 @@ DEFAULT_RETENTION_HOURS = 7 * 24
 #: VACUUM lists the table's folders in as many Spark tasks as this allows; Spark's default
 #: (10000) made a VACUUM of a three-version table take 38-55 s on a local engine, 4 s with 32.
 VACUUM_SETTINGS = {"spark.sql.sources.parallelPartitionDiscovery.parallelism": "32"}
-_INTERVAL_RE = re.compile(r"interval\s+(\d+)\s+(second|minute|hour|day|week)s?", re.IGNORECASE)
-_UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1, "day": 24, "week": 168}
 
 
 class VacuumRefused(ConfigError):
@@ -123,10 +120,8 @@ def retention_hours(properties: Mapping[str, str]) -> float:
         168
     """
     text = properties.get("delta.deletedFileRetentionDuration")
-    match = _INTERVAL_RE.fullmatch(text.strip()) if text else None
-    if match is None:
-        return DEFAULT_RETENTION_HOURS
-    return float(int(match.group(1)) * _UNIT_HOURS[match.group(2).lower()])
+    hours = interval_hours(text.strip()) if text else None
+    return DEFAULT_RETENTION_HOURS if hours is None else hours
 
 
 def required_hours(needed: int, commit_times: Mapping[int, dt.datetime], now: dt.datetime) -> int:
@@ -233,28 +228,37 @@ def restore_window(spark: SparkSession, path: str) -> float:
     return retention_hours(dict(detail["properties"] or {}))
 
 
+#: Finds the versions that must stay readable, given the start of the restore window and the
+#: table's commit times (:func:`assetlake_dagster.maintenance.needed_versions`).
+NeedsFinder = Callable[[dt.datetime, Mapping[int, dt.datetime]], Sequence[Need]]
+
+
 def vacuum_table(
     spark: SparkSession,
     lake: Lake,
     uri: TableUri,
     retain_hours: Optional[int] = None,
-    needs: Sequence[Need] = (),
+    find_needs: NeedsFinder = lambda since, times: (),
     now: Optional[dt.datetime] = None,
 ) -> MaintenanceResult:
     """``VACUUM`` the table after :func:`check_vacuum` allowed it.
 
     Args:
         retain_hours: keep the files of versions younger than this (default: the restore window).
-        needs: versions that must stay readable (:func:`assetlake_dagster.maintenance.needed_versions`).
+        find_needs: the versions that must stay readable; called once, with the window's
+            start and the commit times this function read anyway.
         now: the time the check measures ages from (default: now).
 
     Raises:
         VacuumRefused: see :func:`check_vacuum`; nothing was deleted.
     """
     path = _table_path(spark, lake, uri)
+    now = now or dt.datetime.now(dt.timezone.utc)
     window = restore_window(spark, path)
     retain = math.ceil(window) if retain_hours is None else int(retain_hours)
-    check_vacuum(uri, retain, window, needs, commit_times(lake, path), now or dt.datetime.now(dt.timezone.utc))
+    times = commit_times(lake, path)
+    needs = find_needs(now - dt.timedelta(hours=window), times)
+    check_vacuum(uri, retain, window, needs, times, now)
     before = table_files(spark, lake, path)
     with session_conf(spark, VACUUM_SETTINGS):
         spark.sql(f"VACUUM {path_identifier(path)} RETAIN {retain} HOURS").collect()

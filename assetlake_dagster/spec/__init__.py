@@ -55,10 +55,12 @@ from assetlake_dagster.spec.model import (
     LayoutSpec as LayoutSpec,
     MaintainSpec as MaintainSpec,
     LAYOUT_METADATA_KEY as LAYOUT_METADATA_KEY,
+    MAX_CLUSTER_COLUMNS as MAX_CLUSTER_COLUMNS,
     UPSTREAM_VERSIONS_KEY as UPSTREAM_VERSIONS_KEY,
     SqlAssetSpec as SqlAssetSpec,
 )
 from assetlake_dagster.spec.values import (
     convert_value as convert_value,
+    interval_hours as interval_hours,
     parse_partition_datetime as parse_partition_datetime,
 )

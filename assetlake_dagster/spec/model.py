@@ -417,6 +417,8 @@ class ColumnSpec:
 UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
 #: Asset metadata key of a table's declared layout (:class:`LayoutSpec`), read by the IO manager.
 LAYOUT_METADATA_KEY = "assetlake/layout"
+#: Delta clusters a table by at most this many columns.
+MAX_CLUSTER_COLUMNS = 4
 
 
 @dataclass(frozen=True)
@@ -454,11 +456,13 @@ class LayoutSpec:
     def __bool__(self) -> bool:
         return bool(self.cluster_by or self.properties)
 
+    def to_json(self) -> dict[str, Any]:
+        """The layout as JSON: ``{"cluster_by": [...], "properties": {...}}``."""
+        return {"cluster_by": list(self.cluster_columns), "properties": dict(self.properties)}
+
     def to_metadata(self) -> dict[str, Any]:
         """The layout as asset metadata (empty when nothing is declared)."""
-        if not self:
-            return {}
-        return {LAYOUT_METADATA_KEY: {"cluster_by": list(self.cluster_columns), "properties": dict(self.properties)}}
+        return {LAYOUT_METADATA_KEY: self.to_json()} if self else {}
 
     @classmethod
     def from_metadata(cls, metadata: Optional[Mapping[str, Any]]) -> "LayoutSpec":

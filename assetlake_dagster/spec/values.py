@@ -1,4 +1,5 @@
-"""Value parsing shared by the grammar and the runtime: argument values and partition dates.
+"""Value parsing shared by the grammar and the runtime: argument values, partition dates and
+Delta intervals.
 
 The grammar calls these to report a located error; the runtime calls them on run config
 and partition bounds. Both get the same answer because there is one parser.
@@ -6,7 +7,7 @@ and partition bounds. Both get the same answer because there is one parser.
 
 import datetime as dt
 import re
-from typing import Any
+from typing import Any, Optional
 
 from assetlake_dagster.spec.model import ArgumentType
 
@@ -15,6 +16,22 @@ from assetlake_dagster.spec.model import ArgumentType
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_INTERVAL_RE = re.compile(r"interval\s+([0-9]+)\s+(second|minute|hour|day|week)s?", re.IGNORECASE)
+_UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1, "day": 24, "week": 168}
+
+
+def interval_hours(text: str) -> Optional[float]:
+    """The hours of a Delta interval property value (``interval 30 days``), ``None`` if it is not one.
+
+    The ``-- properties`` grammar accepts what this reads; the VACUUM guard reads a
+    table's ``delta.deletedFileRetentionDuration`` with it.
+
+    Example:
+        >>> interval_hours("interval 2 days"), interval_hours("interval 36 hours"), interval_hours("2 days")
+        (48.0, 36.0, None)
+    """
+    match = _INTERVAL_RE.fullmatch(text)
+    return None if match is None else float(int(match.group(1)) * _UNIT_HOURS[match.group(2).lower()])
 
 
 def convert_value(text: str, type_: ArgumentType) -> Any:

@@ -59,20 +59,20 @@ def test_a_vacuum_that_would_break_a_needed_version_is_refused_and_a_safe_one_ke
     stored = table_files(spark, lake, path).stored_files
     need = Need(1, "recorded by its materialization of today")
     with pytest.raises(VacuumRefused) as refused:
-        vacuum_table(spark, lake, URI, 0, [need])
+        vacuum_table(spark, lake, URI, 0, lambda *_: [need])
     assert str(refused.value) == (
         "delta://s/t: VACUUM RETAIN 0 HOURS would delete files of version 1 (recorded by its materialization "
         "of today). The oldest safe retention is 1 hours: run it with --retain 1 or more."
     )
     assert table_files(spark, lake, path).stored_files == stored  # nothing deleted
 
-    kept = vacuum_table(spark, lake, URI, 1, [need])
+    kept = vacuum_table(spark, lake, URI, 1, lambda *_: [need])
     assert kept.after.stored_files == stored
     restore_table(spark, lake, URI, 1)
     assert rows(spark, path) == [1]
 
     # The same VACUUM without the guard's needs deletes version 1's files for good.
-    gone = vacuum_table(spark, lake, URI, 0, [])
+    gone = vacuum_table(spark, lake, URI, 0)
     assert gone.after.stored_files < gone.before.stored_files
     with pytest.raises(Exception, match="(?i)does not exist|not found|FileNotFound|FAILED_READ_FILE"):
         rows(spark, path, version=2)
