@@ -37,6 +37,7 @@ from assetlake_dagster.spec import (
     WRITE_METADATA_KEY,
     MaterializeSpec,
     TableUri,
+    MergeOptions,
     WriteStrategy,
     contract_table,
     is_identifier,
@@ -44,6 +45,7 @@ from assetlake_dagster.spec import (
 )
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
+from assetlake_dagster.target_predicate import TargetPredicate
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY, apply_layout, new_table_properties
 from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY, describe_orphans, orphan_commits, recent_stamps
@@ -70,6 +72,9 @@ def managed_write(
     table: Optional[str] = None,
     cluster_by: Sequence[str] = (),
     properties: Optional[Mapping[str, str]] = None,
+    update: Sequence[str] = (),
+    keep: Sequence[str] = (),
+    within: Optional[str] = None,
 ) -> dict[str, Any]:
     """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
 
@@ -86,6 +91,10 @@ def managed_write(
         cluster_by: Delta liquid clustering columns, as ``-- cluster_by`` (at most four).
         properties: Delta table properties, as ``-- properties`` (Delta checks them at the
             first write).
+        update: ``merge`` only: on a matched key, set only these columns.
+        keep: ``merge`` only: on a matched key, keep these columns' table values.
+        within: ``merge`` only: a predicate on the table's columns bounding the rows the
+            merge reads and may match; every row written must satisfy it.
 
     Example:
         >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
@@ -114,12 +123,37 @@ def managed_write(
     overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
     if overlap:
         raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
+    merge = _merge_options(kind, key, update, keep, within)
     uri = TableUri.parse(table) if table is not None else None
     bad = [c for c in cluster_by if not is_identifier(c)]
     if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
         raise ValueError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
     layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
-    return {WRITE_METADATA_KEY: write_contract(kind, tuple(key), tuple(track), deletes == "close", uri), **layout.to_metadata()}
+    contract = write_contract(kind, tuple(key), tuple(track), deletes == "close", uri, merge)
+    return {WRITE_METADATA_KEY: contract, **layout.to_metadata()}
+
+
+def _merge_options(
+    kind: WriteStrategy, key: Sequence[str], update: Sequence[str], keep: Sequence[str], within: Optional[str]
+) -> MergeOptions:
+    """``managed_write``'s merge options, checked as the materialize line checks them."""
+    if not (update or keep or within):
+        return MergeOptions()
+    if kind is not WriteStrategy.MERGE:
+        raise ValueError(f"update=, keep= and within= only apply to merge, not {kind.value}")
+    if update and keep:
+        raise ValueError("give update= (the columns a match sets) or keep= (the ones it keeps), not both")
+    keys = {k.lower() for k in key}
+    named = [*update, *keep]
+    bad = [c for c in named if not is_identifier(c) or c.lower() in keys]
+    if bad:
+        raise ValueError(f"update=/keep= {bad}: name plain non-key columns")
+    if within is not None:
+        try:
+            TargetPredicate.parse(within)
+        except ValueError as problem:
+            raise ValueError(f"within={within!r}: {problem}") from None
+    return MergeOptions(tuple(update), tuple(keep), within)
 
 
 def materialize_spec_for(asset_key: dg.AssetKey, metadata: Any) -> MaterializeSpec:

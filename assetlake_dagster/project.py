@@ -413,16 +413,16 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
             hint or f"The SELECT projects: {', '.join(names)}.",
             len(event_time),
         )
-    for kind, columns in (("key", header.key_columns), ("track", header.track_columns)):
-        for column in columns:
-            if column.text.lower() not in seen:
-                hint = did_you_mean(column.text, names).strip()
-                error(
-                    src.location(column.line, column.col),
-                    f"{kind} column '{column.text}' is not among the SELECT's columns.",
-                    hint or f"The SELECT projects: {', '.join(names)}.",
-                    len(column.text),
-                )
+    named = [("key", c) for c in header.key_columns] + [("track", c) for c in header.track_columns]
+    for kind, column in named + list(header.merge_columns):
+        if column.text.lower() not in seen:
+            hint = did_you_mean(column.text, names).strip()
+            error(
+                src.location(column.line, column.col),
+                f"{kind} column '{column.text}' is not among the SELECT's columns.",
+                hint or f"The SELECT projects: {', '.join(names)}.",
+                len(column.text),
+            )
     return diagnostics
 
 

@@ -27,6 +27,8 @@ from assetlake_dagster.spec import (
 
 IDENTIFIER_HINT = "Use letters, digits and underscores, not starting with a digit."
 _WORD_RE = re.compile(r"\S+")
+# A word whose double-quoted parts may hold spaces (an unclosed quote runs to the line's end).
+_QUOTED_WORD_RE = re.compile(r'(?:[^\s"]|"[^"]*"?)+')
 
 
 class Word(NamedTuple):
@@ -47,6 +49,8 @@ class Header:
         key_columns: the ``key=`` columns with their positions (merge and history), for
             cross-checks.
         track_columns: the ``track=`` columns with their positions (history only).
+        merge_columns: the columns a merge's ``update=``, ``keep=`` and ``within=`` options
+            name, each with its option, for the check against the SELECT's columns.
         partitions: the ``-- partitioned`` line, if any and valid.
         upstreams: ``-- on`` tables, in file order.
         arguments: ``-- $name (type)`` arguments, in file order.
@@ -65,6 +69,7 @@ class Header:
     manual: bool = False
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
+    merge_columns: tuple[tuple[str, Word], ...] = ()
     partitions: Optional[PartitionSpec] = None
     partitioned_line: Optional[int] = None
     data_tests: tuple[DataTestSpec, ...] = ()
@@ -92,6 +97,7 @@ class HeaderDraft:
     manual: bool = False
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
+    merge_columns: tuple[tuple[str, Word], ...] = ()
     history: Optional[Word] = None  # the `history` (or `scd2`) word
     partitioned: Optional[Word] = None  # the `partitioned` keyword
     partitions: Optional[PartitionSpec] = None
@@ -116,6 +122,7 @@ class HeaderDraft:
             manual=self.manual,
             key_columns=self.key_columns,
             track_columns=self.track_columns,
+            merge_columns=self.merge_columns,
             partitions=self.partitions,
             partitioned_line=self.partitioned.line if self.partitioned else None,
             data_tests=tuple(self.data_tests),
@@ -148,6 +155,16 @@ def header_length(lines: list[str]) -> int:
 def split_words(raw: str, start: int, line: int) -> list[Word]:
     """The words of ``raw`` from index ``start``, with their positions on line ``line``."""
     return [Word(m.group(), line, m.start() + 1) for m in _WORD_RE.finditer(raw, start)]
+
+
+def split_quoted_words(raw: str, start: int, line: int) -> list[Word]:
+    """Like :func:`split_words`, but ``name="a b"`` is one word.
+
+    Example:
+        >>> [w.text for w in split_quoted_words('key=id within="d >= 1" x', 0, 1)]
+        ['key=id', 'within="d >= 1"', 'x']
+    """
+    return [Word(m.group(), line, m.start() + 1) for m in _QUOTED_WORD_RE.finditer(raw, start)]
 
 
 def comma_items(word_text: str, first: Word) -> list[Word]:

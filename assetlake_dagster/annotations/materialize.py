@@ -1,19 +1,43 @@
 """``-- materialize [manual|scd2] delta://<schema>/<table> [options]``: the target and its strategy.
 
-Options: ``append``, ``key=<c1,c2>`` (merge), ``history`` with ``track=`` and
-``deletes=close`` (SCD2). One line per file; a file without one is an error.
+Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``
+and ``within="<predicate>"``, ``history`` with ``track=`` and ``deletes=close`` (SCD2). One
+line per file; a file without one is an error.
 """
 
-from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, option_name, parse_uri
+from typing import Optional
+
+from assetlake_dagster.annotations.header import (
+    IDENTIFIER_HINT,
+    HeaderDraft,
+    Word,
+    option_name,
+    parse_uri,
+    split_quoted_words,
+)
 from assetlake_dagster.errors import did_you_mean
-from assetlake_dagster.spec import MaterializeSpec, WriteStrategy, is_identifier
+from assetlake_dagster.spec import MaterializeSpec, MergeOptions, WriteStrategy, is_identifier
+from assetlake_dagster.target_predicate import TargetPredicate
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
 HISTORY_FORM = "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close]"
 #: Options of the materialize line, for did-you-mean.
-MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=")
+MERGE_FORM = '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"]'
+MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=", "update=", "keep=", "within=")
 #: Options that only mean something with ``history``.
 HISTORY_OPTIONS = ("track=", "deletes=")
+#: Options that only mean something for a merge (``key=`` without ``history``).
+MERGE_OPTIONS = ("update=", "keep=", "within=")
+#: Other tools' names for the merge options (dbt's model configs), to point at ours.
+OTHER_NAMES = {
+    "merge_update_columns=": "update=",
+    "merge_exclude_columns=": "keep=",
+    "exclude=": "keep=",
+    "incremental_predicates=": "within=",
+    "predicate=": "within=",
+    "predicates=": "within=",
+    "where=": "within=",
+}
 #: Options recognised now but implemented by a later feature (option -> the feature).
 LATER_OPTIONS: dict[str, str] = {}
 
@@ -46,8 +70,11 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
     if not words:
         draft.error(keyword, "'-- materialize' needs a table URI.", f"Write '{MATERIALIZE_FORM}'.")
         return
+    words = [words[0], *split_quoted_words(raw, words[1].col - 1, keyword.line)] if len(words) > 1 else words
     uri = parse_uri(draft, words[0], target=True)
     options: dict[str, Word] = {}
+    merge_columns: dict[str, tuple[Word, ...]] = {}
+    within: Optional[TargetPredicate] = None
     for word in words[1:]:
         name = option_name(word.text)
         if name in options:
@@ -71,6 +98,13 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
                     f"unknown deletes= value '{value}'.",
                     "Write 'deletes=close' to close absent keys; without it they stay current.",
                 )
+        elif name in ("update=", "keep="):
+            merge_columns[name] = _columns(draft, word, name[:-1])
+        elif name == "within=":
+            within = _within(draft, word)
+        elif name in OTHER_NAMES:
+            ours = OTHER_NAMES[name]
+            draft.error(word, f"unknown option '{name}'.", f"Write '{ours}' (the same thing here): {MERGE_FORM}.")
         elif name in LATER_OPTIONS:
             _later_option(draft, word, name)
         elif name == "manual":
@@ -85,8 +119,9 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
                 word, f"unknown option '{word.text}'.", hint or "Options are 'append' and 'key=<c1,c2>'."
             )
     history_problem = _check_history(draft, keyword, options)
+    merge_problem = _check_merge_options(draft, options, merge_columns)
     if draft.manual:
-        for name in ("append", "key=", "history", *HISTORY_OPTIONS):
+        for name in ("append", "key=", "history", *HISTORY_OPTIONS, *MERGE_OPTIONS):
             if name in options:
                 draft.error(
                     options[name],
@@ -111,6 +146,18 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         draft.key_columns = ()
     if strategy is not WriteStrategy.HISTORY:
         draft.track_columns = ()
+    merge = MergeOptions()
+    if strategy is WriteStrategy.MERGE and not merge_problem:
+        merge = MergeOptions(
+            update=tuple(w.text for w in merge_columns.get("update=", ())),
+            keep=tuple(w.text for w in merge_columns.get("keep=", ())),
+            within=within.text if within else None,
+        )
+        draft.merge_columns = tuple(
+            (option[:-1], column) for option, columns in merge_columns.items() for column in columns
+        ) + draft.merge_columns
+    else:
+        draft.merge_columns = ()
     location = draft.src.location(words[0].line, words[0].col)
     draft.materialize = MaterializeSpec(
         uri,
@@ -118,6 +165,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         key,
         track=track,
         close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options,
+        merge=merge,
         location=location,
     )
 
@@ -165,6 +213,62 @@ def _check_history(draft: HeaderDraft, keyword: Word, options: dict[str, Word]) 
                 "The key identifies the entity and never changes; track only non-key columns.",
             )
     return len(draft.diagnostics) > before
+
+
+def _check_merge_options(
+    draft: HeaderDraft, options: dict[str, Word], merge_columns: dict[str, tuple[Word, ...]]
+) -> bool:
+    """The merge option rules (a merge's, one of update=/keep=, no key column); whether any
+    was broken."""
+    before = len(draft.diagnostics)
+    given = [options[name] for name in MERGE_OPTIONS if name in options]
+    if draft.manual:
+        return bool(given)  # reported with the other 'manual' conflicts
+    for word in given:
+        name = option_name(word.text)
+        if draft.history is not None:
+            draft.error(word, f"'{name}' applies to a merge, not to '{draft.history.text}'.",
+                        f"History keeps every version of every column; remove '{name}'.", span=len(name))
+        elif "append" in options:
+            draft.error(word, f"'{name}' applies to a merge, not to 'append'.",
+                        f"Remove 'append' to merge on key=, or remove '{name}'.", span=len(name))
+        elif "key=" not in options:
+            draft.error(word, f"'{name}' needs 'key=<c1,c2>'.",
+                        f"It is a merge option: {MERGE_FORM}.", span=len(name))
+    if "update=" in options and "keep=" in options:
+        draft.error(options["keep="], "'update=' and 'keep=' cannot both be given.",
+                    "Name the columns a match updates (update=) or the ones it keeps (keep=), not both.", span=len("keep="))
+    keys = {w.text.lower() for w in draft.key_columns}
+    for name, columns in merge_columns.items():
+        for column in columns:
+            if column.text.lower() in keys:
+                draft.error(column, f"{name[:-1]} column '{column.text}' is a key column.",
+                            "A match is found by the key, which never changes; name only non-key columns.")
+    return len(draft.diagnostics) > before
+
+
+def _within(draft: HeaderDraft, word: Word) -> Optional[TargetPredicate]:
+    """The ``within=`` predicate, its columns added to ``draft.merge_columns`` with their positions."""
+    value = word.text[len("within=") :]
+    col = word.col + len("within=")
+    if value.startswith('"'):
+        if len(value) < 2 or not value.endswith('"'):
+            draft.error(word, "the within= predicate has no closing '\"'.", 'Write within="<predicate>", e.g. within="order_date >= date_sub(current_date(), 7)".')
+            return None
+        value, col = value[1:-1], col + 1
+    if '"' in value:
+        draft.error(word, "the within= predicate holds a double quote.", "Quote strings in it with single quotes: status = 'open'.")
+        return None
+    try:
+        predicate = TargetPredicate.parse(value)
+    except ValueError as problem:
+        draft.error(word, f"within= predicate '{value}': {problem}.",
+                    'Write one condition on the table\'s columns, e.g. within="order_date >= date_sub(current_date(), 7)".')
+        return None
+    draft.merge_columns += tuple(
+        ("within", Word(name, word.line, col + start)) for name, start in predicate.column_starts()
+    )
+    return predicate
 
 
 def _columns(draft: HeaderDraft, word: Word, option: str) -> tuple[Word, ...]:

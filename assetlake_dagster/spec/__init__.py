@@ -37,6 +37,7 @@ from assetlake_dagster.spec.model import (
     DataTestKind as DataTestKind,
     ArgumentType as ArgumentType,
     MaterializeSpec as MaterializeSpec,
+    MergeOptions as MergeOptions,
     contract_table as contract_table,
     write_contract as write_contract,
     PartitionSpec as PartitionSpec,

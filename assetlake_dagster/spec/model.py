@@ -7,7 +7,7 @@ Parsing (``annotations``, ``sql_analysis``) builds these; everything downstream
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from dataclasses import dataclass, field
 from enum import Enum
@@ -97,6 +97,56 @@ class ArgumentType(str, Enum):
 
 
 @dataclass(frozen=True)
+class MergeOptions:
+    """The keyed-write options of a merge (``-- materialize … key=… update=… within=…``).
+
+    Attributes:
+        update: on a matched key, update only these columns (dbt's
+            ``merge_update_columns``); empty: every non-key column.
+        keep: on a matched key, keep these columns' values in the table (dbt's
+            ``merge_exclude_columns``); a new key still inserts them.
+        within: a predicate on the table's columns bounding which rows of the table the
+            merge reads and may update (dbt's ``incremental_predicates``), e.g.
+            ``order_date >= date_sub(current_date(), 7)``.
+
+    Example:
+        >>> MergeOptions(keep=("created_at",)).to_json()
+        {'keep': ['created_at']}
+        >>> MergeOptions.from_json({'keep': ['created_at']}) == MergeOptions(keep=("created_at",))
+        True
+    """
+
+    update: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    within: Optional[str] = None
+
+    def __bool__(self) -> bool:
+        return bool(self.update or self.keep or self.within)
+
+    def updated_columns(self, columns: Sequence[str], key: Sequence[str]) -> list[str]:
+        """The columns a matched row has set from the source, of ``columns`` (the rows').
+
+        Example:
+            >>> MergeOptions(keep=("created",)).updated_columns(["id", "v", "created"], ["id"])
+            ['v']
+        """
+        skip = {c.lower() for c in (*key, *self.keep)}
+        if self.update:
+            wanted = {c.lower() for c in self.update}
+            return [c for c in columns if c.lower() in wanted and c.lower() not in skip]
+        return [c for c in columns if c.lower() not in skip]
+
+    def to_json(self) -> dict[str, Any]:
+        raw: dict[str, Any] = {"update": list(self.update), "keep": list(self.keep), "within": self.within}
+        return {name: value for name, value in raw.items() if value}
+
+    @classmethod
+    def from_json(cls, raw: Optional[Mapping[str, Any]]) -> "MergeOptions":
+        raw = raw or {}
+        return cls(tuple(raw.get("update") or ()), tuple(raw.get("keep") or ()), raw.get("within") or None)
+
+
+@dataclass(frozen=True)
 class MaterializeSpec:
     """The ``-- materialize`` line: target table and write strategy.
 
@@ -106,6 +156,8 @@ class MaterializeSpec:
             non-key column).
         close_deletes: history only: close the current version of keys absent from the
             snapshot (``deletes=close``); by default they stay current (soft delete).
+        merge: merge only: which columns a match updates, and the bound on the table's
+            rows (:class:`MergeOptions`).
     """
 
     uri: TableUri
@@ -113,6 +165,7 @@ class MaterializeSpec:
     key: tuple[str, ...] = ()
     track: tuple[str, ...] = ()
     close_deletes: bool = False
+    merge: MergeOptions = MergeOptions()
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
     def to_metadata(self) -> dict[str, Any]:
@@ -122,7 +175,7 @@ class MaterializeSpec:
             >>> MaterializeSpec(TableUri("s", "t"), WriteStrategy.MERGE, key=("id",)).to_metadata()
             {'assetlake/write': {'table': 'delta://s/t', 'strategy': 'merge', 'key': ['id'], 'track': [], 'deletes': None}}
         """
-        return {WRITE_METADATA_KEY: write_contract(self.strategy, self.key, self.track, self.close_deletes, self.uri)}
+        return {WRITE_METADATA_KEY: write_contract(self.strategy, self.key, self.track, self.close_deletes, self.uri, self.merge)}
 
     @classmethod
     def from_metadata(cls, metadata: Optional[Mapping[str, Any]], default_uri: Optional[TableUri] = None) -> "MaterializeSpec":
@@ -153,6 +206,7 @@ class MaterializeSpec:
             key=tuple(raw.get("key") or ()),
             track=tuple(raw.get("track") or ()),
             close_deletes=raw.get("deletes") == "close",
+            merge=MergeOptions.from_json(raw.get("merge")),
         )
 
 
@@ -183,8 +237,10 @@ def write_contract(
     track: tuple[str, ...] = (),
     close_deletes: bool = False,
     uri: Optional[TableUri] = None,
+    merge: "MergeOptions" = MergeOptions(),
 ) -> dict[str, Any]:
-    """The JSON form of a write contract (``table`` is omitted when not known yet)."""
+    """The JSON form of a write contract (``table`` is omitted when not known yet; ``merge``
+    when it holds no option)."""
     contract: dict[str, Any] = {"table": str(uri)} if uri is not None else {}
     contract.update(
         strategy=strategy.value,
@@ -192,6 +248,8 @@ def write_contract(
         track=list(track),
         deletes="close" if close_deletes else None,
     )
+    if merge:
+        contract["merge"] = merge.to_json()
     return contract
 
 

@@ -21,7 +21,7 @@ from assetlake_dagster.lake import delta_log
 from assetlake_dagster.lake.delta_sql import history_rows, session_conf
 from assetlake_dagster.lake.versions import current_version, reads_log_here
 from assetlake_dagster.spark.session import is_connect_session
-from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
+from assetlake_dagster.spec import MaterializeSpec, MergeOptions, TableUri, WriteStrategy
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import SparkSession
@@ -117,7 +117,7 @@ class CommitStamp:
 class WriteTarget:
     """Where and how one slice is written.
 
-    ``track`` and ``close_deletes`` only apply to history (see
+    ``track`` and ``close_deletes`` only apply to history, ``merge`` to a merge (see
     :class:`~assetlake_dagster.spec.MaterializeSpec`). ``partitions`` are the keys of the
     slice for a partitioned table (one, or a backfill batch); empty for a whole table.
     """
@@ -130,6 +130,7 @@ class WriteTarget:
     track: tuple[str, ...] = ()
     close_deletes: bool = False
     partitions: tuple[str, ...] = ()
+    merge: MergeOptions = MergeOptions()
 
     @classmethod
     def from_spec(
@@ -151,6 +152,7 @@ class WriteTarget:
             track=spec.track,
             close_deletes=spec.close_deletes,
             partitions=tuple(partitions),
+            merge=spec.merge,
         )
 
     @property

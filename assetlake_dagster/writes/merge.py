@@ -9,6 +9,12 @@ the diff again, and updates every row it matches (each one changed), so it compa
 column itself. On a table with deletion vectors
 (``SparkDeltaResource(deletion_vectors=True)``) the MERGE writes the changed rows only,
 not every file that holds one.
+
+The options (:class:`~assetlake_dagster.spec.MergeOptions`): ``update=``/``keep=`` choose
+the columns a match sets, and only those are compared (a row that differs in a kept column
+alone is unchanged); ``within=`` bounds the table's rows the diff reads and the MERGE may
+match, and every row of the slice must satisfy it (a row outside could duplicate a key the
+merge never sees).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING, Optional
 from assetlake_dagster.lake.delta_sql import path_identifier, read
 from assetlake_dagster.spark.session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
+from assetlake_dagster.target_predicate import TargetPredicate
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
@@ -57,6 +64,7 @@ def merge_statement(
     columns: Sequence[str],
     source: str = "changed_rows",
     target_condition: Optional[str] = None,
+    update: Optional[Sequence[str]] = None,
 ) -> str:
     """The Spark SQL MERGE a merge write runs (also shown by plans and logs).
 
@@ -71,8 +79,10 @@ def merge_statement(
         columns: every column of the rows to merge.
         source: the name of the (changed) rows to merge.
         target_condition: bounds the target rows the MERGE may read and touch (the
-            slice's ``_partition`` predicate), so that concurrent writes to other
-            partitions do not conflict.
+            slice's ``_partition`` predicate, so that concurrent writes to other
+            partitions do not conflict, and the ``within=`` predicate).
+        update: the columns a matched row has set (``update=``/``keep=``); default every
+            non-key column.
 
     Example:
         >>> print(merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
@@ -82,7 +92,7 @@ def merge_statement(
         WHEN MATCHED THEN UPDATE SET `name` = s.`name`
         WHEN NOT MATCHED THEN INSERT (`id`, `name`) VALUES (s.`id`, s.`name`)
     """
-    non_key = [c for c in columns if c.lower() not in {k.lower() for k in key}]
+    non_key = [c for c in columns if c.lower() not in {k.lower() for k in key}] if update is None else list(update)
     lines = [
         f"MERGE INTO {table} AS {TARGET_ALIAS}",
         f"USING {source} AS {SOURCE_ALIAS}",
@@ -104,7 +114,11 @@ def merge_statement(
 
 
 def changed_rows(
-    source: DataFrame, target: DataFrame, key: Sequence[str], key_rows: Optional[str] = None
+    source: DataFrame,
+    target: DataFrame,
+    key: Sequence[str],
+    key_rows: Optional[str] = None,
+    compare: Optional[Sequence[str]] = None,
 ) -> DataFrame:
     """Source rows that are new or differ from the target in a non-key column (NULL-safely).
 
@@ -121,6 +135,7 @@ def changed_rows(
             A row whose key is duplicated is then kept whatever it holds (as is one whose
             key is NULL: it matches nothing), so the key check reads the result, not the
             source again. Without it, keys must be checked unique and non-NULL first.
+        compare: the non-key columns compared (the ones a match updates); default all.
 
     Example:
         >>> changed_rows(spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string"),
@@ -137,7 +152,8 @@ def changed_rows(
         return f"__assetlake_{TARGET_ALIAS}{position[name.lower()]}"
 
     same = [source[k] == t[target_name(k)] for k in key]
-    same += [source[c].eqNullSafe(t[target_name(c)]) for c in source.columns if c.lower() not in key_lower]
+    compared = [c for c in source.columns if c.lower() not in key_lower] if compare is None else compare
+    same += [source[c].eqNullSafe(t[target_name(c)]) for c in compared]
     unchanged = t.join(source, on=reduce(lambda a, b: a & b, same), how="left_semi")
     unchanged = unchanged.select(*[unchanged[target_name(k)] for k in key])
     rows = source
@@ -160,18 +176,26 @@ class MergeWrite(WriteStrategyBase):
         return f"merge on key ({', '.join(spec.key)})"
 
     def plan(self, target: WriteTarget, columns: Optional[Sequence[str]] = None) -> WritePlan:
-        shown = list(columns) if columns else list(target.key) + ["other_columns"]
+        options = target.merge
+        shown = list(columns) if columns else [*target.key, *(options.update or ["other_columns"]), *options.keep]
         key = merge_key(target)
         if target.partitioned:
             shown = [*shown, PARTITION_COLUMN]
         bound = _target_condition(target)
+        notes = [f"a match updates only {', '.join(options.update)}"] if options.update else []
+        notes += [f"a match keeps the table's {', '.join(options.keep)}"] if options.keep else []
+        notes += [f"reads and matches only the table's rows within {options.within}"] if options.within else []
         return WritePlan(
             operation=(
                 "Delta MERGE on key (only new or changed rows; no commit when nothing changed); "
                 "the first run creates the table with one WRITE"
                 + ("; within the slice's partitions" if target.partitioned else "")
+                + "".join(f"; {note}" for note in notes)
             ),
-            statement=merge_statement(path_identifier(target.path), key, shown, target_condition=bound),
+            statement=merge_statement(
+                path_identifier(target.path), key, shown, target_condition=bound,
+                update=options.updated_columns(shown, key),
+            ),
             predicate=key_condition(key) + (f" AND {bound}" if bound else ""),
         )
 
@@ -190,6 +214,8 @@ class MergeWrite(WriteStrategyBase):
         try:
             if target.partitioned:
                 check_rows_in_slice(self, staged, target)
+            if target.merge.within:
+                self._check_rows_within(staged, target)
             existing = delta_schema(spark, target.path)
             if existing is None:
                 check_keys(self, staged, target, merge_key(target))  # a later run checks them in its diff
@@ -204,8 +230,31 @@ class MergeWrite(WriteStrategyBase):
         if current is None:
             return super().staged_scope(spark, rows, target)
         key = list(merge_key(target))
-        kept = current.join(rows.select(*key), on=key, how="left_anti")
-        return kept.unionByName(rows, allowMissingColumns=True), staged_scope_text(target)
+        within = _within(target, alias=None)
+        reachable = current.where(within) if within else current
+        untouched = reachable.join(rows.select(*key), on=key, how="left_anti")
+        if within:
+            untouched = untouched.unionByName(current.where(f"NOT coalesce({within}, false)"))
+        updated = {c.lower() for c in target.merge.updated_columns(rows.columns, key)}
+        key_lower = {k.lower() for k in key}
+        kept = [c for c in rows.columns if c.lower() not in updated | key_lower and c in current.columns]
+        if kept:  # a matched row keeps these columns' table values
+            marker = f"__assetlake_matched_{uuid.uuid4().hex[:8]}"
+            held = reachable.join(rows.select(*key), on=key, how="left_semi").selectExpr(
+                *[quote_identifier(k) for k in key],
+                f"true AS {marker}",
+                *[f"{quote_identifier(c)} AS `{marker}_{i}`" for i, c in enumerate(kept)],
+            )
+            position = {c: i for i, c in enumerate(kept)}
+            rows = rows.join(held, on=key, how="left").selectExpr(
+                *[
+                    f"CASE WHEN {marker} THEN `{marker}_{position[c]}` ELSE {quote_identifier(c)} END AS {quote_identifier(c)}"
+                    if c in position
+                    else quote_identifier(c)
+                    for c in rows.columns
+                ]
+            )
+        return untouched.unionByName(rows, allowMissingColumns=True), staged_scope_text(target)
 
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
         # mode "error": a run that lost the race to create the table fails (and is retried
@@ -225,13 +274,14 @@ class MergeWrite(WriteStrategyBase):
         if bound:
             current = current.where(bound)
         key = merge_key(target)
+        compare = None if new_columns else target.merge.updated_columns(staged.columns, key)
         if new_columns:  # every row is merged: the target lacks columns to compare
             check_keys(self, staged, target, key)
             return self._merge_changes(spark, staged, target, key, staged, new_columns)
         # The diff is evaluated once and carries the key check: the check, the
         # emptiness check and the MERGE read the staged rows.
         key_rows = f"__assetlake_key_rows_{uuid.uuid4().hex[:8]}"
-        diff = local_checkpoint(changed_rows(staged, current, key, key_rows=key_rows))
+        diff = local_checkpoint(changed_rows(staged, current, key, key_rows=key_rows, compare=compare))
         try:
             self._check_staged_keys(diff, target, key, key_rows)
             return self._merge_changes(spark, staged, target, key, diff.drop(key_rows), new_columns)
@@ -260,6 +310,7 @@ class MergeWrite(WriteStrategyBase):
             staged.columns,
             source=view,
             target_condition=_target_condition(target),
+            update=target.merge.updated_columns(staged.columns, key),
         )
         settings = {SCHEMA_EVOLUTION_CONF: "true"} if new_columns else {}
         changes.createOrReplaceTempView(view)
@@ -271,6 +322,21 @@ class MergeWrite(WriteStrategyBase):
         return result_from_history(
             spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
         )
+
+    def _check_rows_within(self, staged: DataFrame, target: WriteTarget) -> None:
+        """Fail, naming a few keys, when rows of the slice fall outside ``within=``."""
+        outside = staged.where(f"NOT coalesce({_within(target, alias=None)}, false)")
+        found = outside.select(*target.key).take(4)
+        if found:
+            keys = ", ".join(str(tuple(row)) if len(row) > 1 else repr(row[0]) for row in found[:3])
+            more = " and more" if len(found) > 3 else ""
+            raise self.fail(
+                target,
+                f"rows with key {keys}{more} fall outside within=\"{target.merge.within}\". The merge reads "
+                "only the table's rows within it, so such a row could duplicate a key it never sees. "
+                "Filter the SELECT to the same bound, or widen within=.",
+                allow_retries=False,
+            )
 
     def _check_staged_keys(self, diff: DataFrame, target: WriteTarget, key: Sequence[str], key_rows: str) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
@@ -284,5 +350,18 @@ def merge_key(target: WriteTarget) -> tuple[str, ...]:
 
 
 def _target_condition(target: WriteTarget, alias: Optional[str] = TARGET_ALIAS) -> Optional[str]:
-    return partition_predicate(target.partitions, alias=alias) if target.partitioned else None
+    """The bound on the table's rows: the slice's partitions and ``within=``, ANDed."""
+    parts = [partition_predicate(target.partitions, alias=alias)] if target.partitioned else []
+    within = _within(target, alias)
+    if within:
+        parts.append(within)
+    return " AND ".join(parts) or None
+
+
+def _within(target: WriteTarget, alias: Optional[str] = TARGET_ALIAS) -> Optional[str]:
+    """The ``within=`` predicate, its columns qualified by ``alias`` (``None``: as written)."""
+    if not target.merge.within:
+        return None
+    predicate = TargetPredicate.parse(target.merge.within)
+    return predicate.qualified(alias) if alias else predicate.unqualified()
 
