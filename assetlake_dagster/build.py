@@ -10,7 +10,7 @@ import dagster as dg
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY, build_sql_asset
 from assetlake_dagster.automation import generated_definitions
-from assetlake_dagster.maintenance import maintenance_definitions
+from assetlake_dagster.maintenance import MaintainDefaults, maintain_defaults, maintained_spec, maintenance_definitions
 from assetlake_dagster.code_references import link_to_git
 from assetlake_dagster.external import external_table_asset
 from assetlake_dagster.io_manager import DeltaIOManager
@@ -52,6 +52,7 @@ def build_definitions(
     io_manager_key: str = "io_manager",
     io_manager: Optional[DeltaIOManager] = None,
     executor: Optional[dg.ExecutorDefinition] = dg.in_process_executor,
+    maintain: MaintainDefaults = None,
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -87,6 +88,11 @@ def build_definitions(
         executor: the executor of the definitions (default: in-process, one JVM for the
             whole run); ``None`` sets none, leaving the code location's (as the component
             does).
+        maintain: scheduled maintenance for the tables without a ``-- maintain`` line:
+            that line's text for every managed table (``"0 3 * * 0 vacuum=window"``), or
+            texts by group name with ``"*"`` for every other group
+            (``{"raw": "@daily vacuum=7d", "*": "0 3 * * 0"}``). A file's own line wins;
+            ``manual`` files get none.
 
     Returns:
         Definitions with the assets, the ``spark`` resource, the Delta IO manager under
@@ -129,7 +135,9 @@ def build_definitions(
     if watch is not None and all(s.name != watch.name for s in sensors):
         sensors.append(watch)  # a sensor of yours under its name replaces it
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
-    maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], SPARK_RESOURCE_KEY) for spec in project.assets if spec.maintain]
+    defaults = maintain_defaults(maintain)
+    with_maintenance = [maintained_spec(spec, translator.get_group_name(spec), defaults) for spec in project.assets]
+    maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], SPARK_RESOURCE_KEY) for spec in with_maintenance if spec]
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
         schedules=[*schedules, *generated.schedules, *(schedule for _, schedule in maintained)],

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Union
 
 import dagster as dg
 from dagster.components.component.component import Component
@@ -141,6 +141,8 @@ class AssetlakeProjectComponent(Component, Resolvable):
               spark.sql.shuffle.partitions: "8"
           translation:
             group_name: "lake_{{ schema }}"
+          maintain:
+            "*": "0 3 * * 0 vacuum=window"
     """
 
     project: str = field(metadata={"description": "The folder of SQL files, relative to this defs folder."})
@@ -156,6 +158,11 @@ class AssetlakeProjectComponent(Component, Resolvable):
     io_manager_key: str = COMPONENT_IO_MANAGER_KEY
     git_url: Optional[str] = None
     git_branch: Optional[str] = None
+    maintain: Optional[Union[str, dict[str, str]]] = field(
+        default=None,
+        metadata={"description": "Scheduled OPTIMIZE/VACUUM for tables without a '-- maintain' line: that "
+                  "line's text, or texts by group name ('*': every other group)."},
+    )
 
     def project_dir(self, context: ComponentLoadContext) -> Path:
         """The SQL folder: ``project`` relative to the component's defs folder."""
@@ -185,5 +192,6 @@ class AssetlakeProjectComponent(Component, Resolvable):
             git_url=self.git_url,
             git_branch=self.git_branch,
             io_manager_key=self.io_manager_key,
+            maintain=self.maintain,
             executor=None,  # the code location's: a component does not choose it for the others
         )

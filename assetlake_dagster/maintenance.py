@@ -13,29 +13,80 @@ where Dagster keeps them:
   downstream's ``assetlake/upstream_versions`` entry for the table;
 * inputs that pin a version (``AssetIn(metadata={"assetlake/version": N})``);
 * runs still in flight: the version that was current when each started.
+
+Tables without a line of their own take a default from ``build_definitions(maintain=…)``
+(the component's ``maintain`` attribute): one ``-- maintain`` line's text for every managed
+table, or one per group (``"*"``: every other group), parsed by the line's own grammar
+(:func:`maintain_defaults`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import dagster as dg
 
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.io_manager import READ_VERSION_KEY
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
+from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, MaintainSpec, SqlAssetSpec, TableUri, WriteStrategy
 
 if TYPE_CHECKING:  # PySpark loads when a run starts, not with the code location
     from assetlake_dagster.lake.maintenance import MaintenanceResult, Need
     from assetlake_dagster.lake.root import Lake
 
+#: The key of ``build_definitions(maintain={…})`` that applies to every group not named.
+EVERY_GROUP = "*"
+#: What ``build_definitions(maintain=…)`` takes: one line's text, or texts by group name.
+MaintainDefaults = Union[None, str, Mapping[str, str]]
 #: Materializations read per asset key (inside the window; newest first).
 RECORD_LIMIT = 1000
 #: Observation metadata of a maintenance run: each operation's files and bytes before and after.
 MAINTENANCE_KEY = "assetlake/maintenance"
+
+
+def maintain_defaults(maintain: MaintainDefaults) -> dict[str, MaintainSpec]:
+    """``build_definitions(maintain=…)`` parsed, by group name (:data:`EVERY_GROUP`: the rest).
+
+    Each text is what follows ``-- maintain`` on a file's line, checked by the same grammar.
+
+    Raises:
+        ValueError: a text the line's grammar refuses, with the line's located message.
+
+    Example:
+        >>> sorted(maintain_defaults({"*": "0 3 * * 0", "raw": "@daily vacuum=7d"}))
+        ['*', 'raw']
+        >>> maintain_defaults("0 3 * * 0 vacuum=window")["*"].retain_hours is None
+        True
+    """
+    from assetlake_dagster.annotations import parse_header
+    from assetlake_dagster.errors import SourceText
+
+    if maintain is None:
+        return {}
+    texts = {EVERY_GROUP: maintain} if isinstance(maintain, str) else dict(maintain)
+    defaults = {}
+    for group, text in texts.items():
+        origin = f"maintain[{group!r}]"
+        header, problems = parse_header(SourceText.of(origin, f"-- materialize delta://s/t\n-- maintain {text}\n"))
+        if problems:
+            raise ValueError("\n".join(p.render() for p in problems))
+        defaults[group] = header.fields["maintain"]
+    return defaults
+
+
+def maintained_spec(spec: SqlAssetSpec, group: str, defaults: Mapping[str, MaintainSpec]) -> Optional[SqlAssetSpec]:
+    """``spec`` with the maintenance it gets: its own line, else its group's default, else
+    the project's; ``None`` for none (a ``manual`` file is never maintained by default)."""
+    if spec.maintain is not None:
+        return spec
+    if spec.materialize.strategy is WriteStrategy.MANUAL:
+        return None
+    default = defaults.get(group) or defaults.get(EVERY_GROUP)
+    return dataclasses.replace(spec, maintain=default) if default else None
 
 
 def maintenance_definitions(

@@ -36,7 +36,7 @@ CACHE_DIR_ENV = "ASSETLAKE_CACHE_DIR"
 ENABLED_ENV = "ASSETLAKE_PARSE_CACHE"
 #: Cache files kept (one per project folder); the least recently written go first.
 MAX_PROJECTS = 200
-_FORMAT = 4  # 2: SqlAssetSpec.freshness; 3: .catalog; 4: .layout, .maintain
+_FORMAT = 5  # 2: SqlAssetSpec.freshness; 3: .catalog; 4: .layout, .maintain; 5: MaterializeSpec.merge
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _fingerprint: Optional[str] = None
 
