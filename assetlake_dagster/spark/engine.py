@@ -35,6 +35,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -345,15 +346,17 @@ class WarmEngine:
                 self._say(f"assetlake: warm Spark engine ready at {state.display_url} in {time.time() - started:.1f} s")
                 return state
             if code is not None:
+                tail = _tail(self.log_path)
                 raise EngineError(
-                    f"the warm Spark engine did not start (exit code {code}). "
-                    f"Log tail ({self.log_path}):\n{_tail(self.log_path)}"
+                    f"the warm Spark engine did not start (exit code {code}). {start_failure_hint(tail)}"
+                    f"Log tail ({self.log_path}):\n{tail}"
                 )
             time.sleep(0.2)
         _signal(process.pid, signal.SIGKILL, group=True)
+        tail = _tail(self.log_path)
         raise EngineError(
-            f"the warm Spark engine did not start within {START_TIMEOUT_S:.0f} s. "
-            f"Log tail ({self.log_path}):\n{_tail(self.log_path)}"
+            f"the warm Spark engine did not start within {START_TIMEOUT_S:.0f} s. {start_failure_hint(tail)}"
+            f"Log tail ({self.log_path}):\n{tail}"
         )
 
     def _say(self, message: str) -> None:
@@ -599,6 +602,31 @@ def _wait_gone(pid: int, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return not pid_alive(pid)
+
+
+def start_failure_hint(log_tail: str) -> str:
+    """What to do about an engine start that failed for a known reason in its log, or ``""``.
+
+    Spark's resolver failing to download the Delta jars (offline, behind a proxy) is the one a
+    ``pip install`` without ``scripts/setup.sh`` meets first.
+
+    Example:
+        >>> start_failure_hint("java.lang.RuntimeException: [unresolved dependency: io.delta#delta-spark_2.13;4.0.1: not found]").split(" (")[0]
+        'Spark could not download the Delta jars io.delta:delta-spark_2.13:4.0.1'
+    """
+    match = re.search(r"unresolved dependency: ([\w.\-]+)#([\w.\-]+);([\w.\-]+)", log_tail)
+    if match is None:
+        return ""
+    from assetlake_dagster.spark.install import delta_jars_dir
+
+    group, artifact, version = match.groups()
+    return (
+        f"Spark could not download the Delta jars {group}:{artifact}:{version} (no network, or a proxy its "
+        f"resolver does not know). Run `bash scripts/setup.sh` from a checkout of assetlake (it fetches them "
+        f"with Maven), or put {artifact}-{version}.jar and delta-storage-{version}.jar in {delta_jars_dir()} "
+        "(or the folder $ASSETLAKE_JARS_DIR names); behind a proxy, give Spark an Ivy settings file "
+        "(spark.jars.ivySettings). "
+    )
 
 
 def _tail(path: str, lines: int = 40) -> str:
