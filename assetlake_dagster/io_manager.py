@@ -10,6 +10,7 @@ table falls back to its key ``[schema, table]``.
 No ``from __future__ import annotations`` here: Dagster introspects IO manager fields.
 """
 
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
@@ -292,6 +293,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         if partitions:
             df = with_partition_column(session, df, partitions, uri)
         layout = LayoutSpec.from_metadata(context.definition_metadata)
+        target = dataclasses.replace(target, cluster_by=tuple(c.name for c in layout.cluster_by))
         try:
             with new_table_properties(session, layout):
                 result = write_with_retries(write, session, df, target, context.log)

@@ -118,7 +118,8 @@ class WriteTarget:
     """Where and how one slice is written.
 
     ``track`` and ``close_deletes`` only apply to history, ``merge`` to a merge (see
-    :class:`~assetlake_dagster.spec.MaterializeSpec`). ``partitions`` are the keys of the
+    :class:`~assetlake_dagster.spec.MaterializeSpec`). ``cluster_by`` is the table's declared
+    clustering (``-- cluster_by``): a merge on a clustering key bounds its reads by key ranges. ``partitions`` are the keys of the
     slice for a partitioned table (one, or a backfill batch); empty for a whole table.
     """
 
@@ -131,6 +132,7 @@ class WriteTarget:
     close_deletes: bool = False
     partitions: tuple[str, ...] = ()
     merge: MergeOptions = MergeOptions()
+    cluster_by: tuple[str, ...] = ()
 
     @classmethod
     def from_spec(

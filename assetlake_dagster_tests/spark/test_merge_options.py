@@ -126,3 +126,41 @@ def test_a_row_outside_within_is_refused_and_the_table_stays(spark, lake_root):
         write(spark, [(1, "z", "c1", "2024-01-01"), (2, "B", "c2", "2024-01-09")], tgt)
     assert DeltaTable.forPath(spark, tgt.path).history(1).collect()[0].version == before
     assert rows(spark, tgt.path) == sorted(FIRST)
+
+
+def keyed(lake_root, run_id, table, cluster_by=()):
+    return WriteTarget(
+        uri=TableUri("s", table),
+        path=f"{lake_root}/s/{table}",
+        strategy=WriteStrategy.MERGE,
+        stamp=CommitStamp(run_id=run_id, asset=f"s/{table}"),
+        key=("id",),
+        cluster_by=cluster_by,
+    )
+
+
+def test_a_table_clustered_by_its_key_is_read_only_in_the_slices_key_ranges(spark, lake_root):
+    def ids(*ranges):
+        return spark.createDataFrame([(i, f"v{i}") for lo, hi in ranges for i in range(lo, hi + 1)], "id BIGINT, v STRING").coalesce(1)
+
+    clustered = keyed(lake_root, "r1", "c", cluster_by=("id",))
+    MERGE.write(spark, ids((1, 100)), clustered)
+    MERGE.write(spark, ids((1001, 1100)), keyed(lake_root, "r2", "c", cluster_by=("id",)))
+    from assetlake_dagster.writes.merge import clustered_key_ranges
+
+    changes = spark.createDataFrame([(1050, "new"), (1051, "new"), (1200, "added")], "id BIGINT, v STRING")
+    assert clustered_key_ranges(changes, clustered) == "(`id` BETWEEN 1050 AND 1051 OR `id` BETWEEN 1200 AND 1200)"
+    assert clustered_key_ranges(changes, keyed(lake_root, "r", "c")) is None  # not clustered by its key
+    (low_file,) = added_files(clustered.path, 0)  # keys 1..100
+    hidden = f"{clustered.path}/{low_file}.hidden"
+    os.rename(f"{clustered.path}/{low_file}", hidden)
+    try:
+        # Keys 1..100's file is gone: only a merge bounded by the slice's key ranges succeeds.
+        result = MERGE.write(spark, changes, keyed(lake_root, "r3", "c", cluster_by=("id",)))
+        with pytest.raises(Exception, match="(?i)does not exist|FileNotFound|FILE_NOT_EXIST"):
+            MERGE.write(spark, changes.selectExpr("id", "'again' AS v"), keyed(lake_root, "r4", "c"))
+    finally:
+        os.rename(hidden, f"{clustered.path}/{low_file}")
+    assert (result.operation_metrics["numTargetRowsUpdated"], result.operation_metrics["numTargetRowsInserted"]) == ("2", "1")
+    table = {r.id: r.v for r in spark.read.format("delta").load(clustered.path).collect()}
+    assert len(table) == 201 and (table[1], table[1050], table[1100], table[1200]) == ("v1", "new", "v1100", "added")
