@@ -2,10 +2,11 @@
 one SparkSession. Run through ``bash scripts/bench.sh [B1 B2 B3 B6 B7] [options]``, which sets up the
 venv (.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
 
-    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7] [--rows N] [--b3-rows N ...] [--reps N]
-                                                [--out bench_results.json] [...; see --help]
+    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7] [--rows N] [--shape all] [--b3-rows N ...]
+                                                [--reps N] [--out bench_results.json] [...; see --help]
 
-Prints one line per benchmark on stdout (``B7 ratio=0.62 goal<=0.70 ok commits=1/1/1 ...``),
+Prints one line per benchmark on stdout (``B1 ratio=0.43 goal<=0.40 MISSED commits=1/1/1 ...``; B7 one
+per shape, ``--shape random|clustered|unchanged|all``: ``B7-random ratio=... goal<=1.05 ...``),
 progress lines on stderr, and writes every figure as JSON to ``--out``. Everything is written
 in a fresh temp folder (``--workdir`` to keep it), removed at the end.
 
@@ -41,6 +42,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions per variant (after a warm-up)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="B7 target rows (source: a tenth)")
     parser.add_argument("--b7-reps", type=int, default=None, help="B7 repetitions (default --reps)")
+    parser.add_argument("--shape", choices=["random", "clustered", "unchanged", "all"], default="random",
+                        help="B7's shape: random (B7-random, ours/bare <= 1.05), clustered (B7-clustered: target "
+                        "clustered by key, changes in 3 key ranges; ours/dbt <= 0.5), unchanged (B7-unchanged: "
+                        "an identical source; ours/dbt <= 0.3, 0 commits), or all three in sequence")
     parser.add_argument("--b3-rows", type=int, nargs="+", default=[10_000], help="B3 sizes, e.g. 10000 1000000")
     parser.add_argument("--b3-reps-large", type=int, default=3, help="B3 repetitions at >= 1M rows")
     parser.add_argument("--b3-strategies", nargs="+", default=None,
@@ -113,11 +118,15 @@ def main() -> int:
             elif name == "B7":
                 import b7_merge
 
-                res = b7_merge.run(spark, workdir, args.rows, args.b7_reps or args.reps,
-                                   deletion_vectors=args.deletion_vectors, table_properties=ours_props)
-                results["benchmarks"]["B7"] = res
-                print(res["line"], flush=True)
-                code = max(code, 0 if res["ok"] else 1)
+                shapes = b7_merge.SHAPES if args.shape == "all" else (args.shape,)
+                for shape in shapes:
+                    res = b7_merge.run(spark, workdir, args.rows, args.b7_reps or args.reps,
+                                       deletion_vectors=args.deletion_vectors, table_properties=ours_props,
+                                       shape=shape)
+                    results["benchmarks"][res["benchmark"]] = res
+                    print(res["line"], flush=True)
+                    code = max(code, 0 if res["ok"] else 1)
+                    write_json(args.out, results)
             elif name == "B3":
                 import b3_overhead
 
