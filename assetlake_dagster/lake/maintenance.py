@@ -189,10 +189,11 @@ def table_files(spark: SparkSession, lake: Lake, path: str) -> TableFiles:
     while folders:
         folder = folders.pop()
         for entry in files.list_folder(folder):
-            if entry.name.startswith(("_", ".")):
-                continue  # _delta_log, Spark's _SUCCESS and hidden checksum files
+            if entry.name.startswith(("_", ".")) and "=" not in entry.name:
+                continue  # _delta_log, Spark's _SUCCESS and hidden checksum files, not _partition=<key>
             full = files.join(folder, entry.name)
-            if entry.is_dir:
+            # A local listing does not say which names are folders (a store's does).
+            if entry.is_dir or (not lake.is_url and os.path.isdir(full)):
                 folders.append(full)
             else:
                 stored_files += 1

@@ -186,8 +186,14 @@ class WriteResult:
     rows_written: int = 0
 
 
+#: Operations that carry the stamp of the write they follow without being that write: Delta's
+#: auto compaction commits an ``OPTIMIZE`` right after a commit, in the same session settings.
+NOT_A_WRITE = frozenset({"OPTIMIZE"})
+
+
 def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> Optional[dict]:
-    """The newest history entry whose ``userMetadata`` matches ``stamp``, as a dict.
+    """The newest history entry whose ``userMetadata`` matches ``stamp``, as a dict
+    (:data:`NOT_A_WRITE` operations skipped).
 
     The keys are ``DESCRIBE HISTORY``'s: ``version``, ``operation``, ``operationMetrics``,
     ``userMetadata``. Read from the commit files themselves when this process sees the
@@ -199,7 +205,7 @@ def find_stamped_commit(spark: SparkSession, path: str, stamp: CommitStamp) -> O
         spark, path, HISTORY_SEARCH_DEPTH, "version", "operation", "operationMetrics", "userMetadata"
     )
     for row in entries or ():  # newest first
-        if stamp.matches(row["userMetadata"]):
+        if row["operation"] not in NOT_A_WRITE and stamp.matches(row["userMetadata"]):
             return row.asDict(recursive=True)
     return None
 
@@ -212,7 +218,7 @@ def _find_stamped_commit_in_log(path: str, stamp: CommitStamp) -> Optional[dict]
     first = max(log.first_readable, log.latest_version - HISTORY_SEARCH_DEPTH + 1)
     for version in range(log.latest_version, first - 1, -1):  # newest first, usually the latest
         (commit,) = log.read_commits(version - 1, version)
-        if stamp.matches(commit.user_metadata):
+        if commit.operation not in NOT_A_WRITE and stamp.matches(commit.user_metadata):
             return {
                 "version": commit.version,
                 "operation": commit.operation,

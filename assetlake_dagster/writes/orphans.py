@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.lake import delta_log
 from assetlake_dagster.lake.delta_sql import history_rows
-from assetlake_dagster.writes.commit import STAMP_TAG
+from assetlake_dagster.writes.commit import NOT_A_WRITE, STAMP_TAG
 from assetlake_dagster.lake.versions import reads_log_here
 
 if TYPE_CHECKING:
@@ -30,19 +30,22 @@ ORPHAN_SEARCH_DEPTH = 5
 
 def recent_stamps(spark: SparkSession, path: str, depth: int = ORPHAN_SEARCH_DEPTH) -> list[tuple[int, dict]]:
     """``[(version, assetlake stamp)]`` of the last ``depth`` commits, newest first
-    (commits without a stamp left out)."""
+    (commits without a stamp, and compactions carrying their write's, left out)."""
     if reads_log_here(path):
         try:
             log = delta_log.DeltaLog.open(path)
         except delta_log.DeltaTableMissingError:
             return []
         first = max(log.first_readable, log.latest_version - depth + 1)
-        entries = [(c.version, c.user_metadata) for c in log.read_commits(first - 1, log.latest_version)]
+        entries = [(c.version, c.user_metadata, c.operation) for c in log.read_commits(first - 1, log.latest_version)]
         entries.reverse()
     else:
-        entries = [(int(r["version"]), r["userMetadata"]) for r in history_rows(spark, path, depth, "version", "userMetadata") or ()]
+        rows = history_rows(spark, path, depth, "version", "userMetadata", "operation") or ()
+        entries = [(int(r["version"]), r["userMetadata"], r["operation"]) for r in rows]
     stamps = []
-    for version, text in entries:
+    for version, text, operation in entries:
+        if operation in NOT_A_WRITE:
+            continue
         try:
             stamp = json.loads(text).get(STAMP_TAG) if text else None
         except (ValueError, AttributeError):

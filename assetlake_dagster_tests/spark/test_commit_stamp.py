@@ -187,3 +187,26 @@ def test_the_log_files_and_describe_history_give_the_same_commit_and_version(spa
     assert [e["operation"] for e in from_log[0]] == ["WRITE", "MERGE", "MERGE"]
     assert from_log[0][2]["operationMetrics"]["numTargetRowsUpdated"] == "1"
     assert from_log[2] is None and from_log[3] is None
+
+
+def test_an_auto_compaction_after_a_merge_is_not_taken_for_the_merge(spark, lake_root):
+    # Delta's auto compaction commits an OPTIMIZE right after the MERGE, in the same session
+    # settings, so it carries the MERGE's stamp too. The write's result is the MERGE's commit.
+    path = f"{lake_root}/s/t"
+    for first in range(0, 40, 10):  # four small files, ids in tens
+        spark.createDataFrame([(i, "a") for i in range(first, first + 10)], SCHEMA).coalesce(1).write.format(
+            "delta").mode("append").save(path)
+    # On after the first write: this JVM has not compacted the table yet, so the MERGE's
+    # commit is followed by one (as in a fresh engine's first run of the day).
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'true')")
+    tgt = whole(lake_root, WriteStrategy.MERGE, "run-ac", None, key_columns=("id",))
+    spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", "1")
+    try:
+        result = strategy_for(WriteStrategy.MERGE).write(spark, rows(spark, [(i, "b") for i in range(5)]), tgt)
+    finally:
+        spark.conf.unset("spark.databricks.delta.autoCompact.minNumFiles")
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    operations = {r.version: r.operation for r in history}
+    assert "OPTIMIZE" in operations.values(), operations  # the compaction did run after the MERGE
+    assert (result.operation, operations[result.version]) == ("MERGE", "MERGE")
+    assert result.rows_written == 5

@@ -150,3 +150,12 @@ def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spar
     finally:
         release.set()
         runner.join(60)
+
+
+def test_a_partitioned_tables_stored_files_are_counted(spark, lake_root):
+    # The partition folders are named `_partition=<key>`: counted, while `_delta_log` is not.
+    path = f"{lake_root}/s/parts"
+    spark.createDataFrame([(1, "a"), (2, "b")], "n INT, _partition STRING").write.format("delta").partitionBy("_partition").save(path)
+    files = table_files(spark, Lake(lake_root), path)
+    assert (files.current_files, files.stored_files) == (2, 2)
+    assert files.stored_bytes == files.current_bytes > 0
