@@ -21,8 +21,8 @@ from assetlake_dagster.target_predicate import TargetPredicate
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
 HISTORY_FORM = "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close]"
-#: Options of the materialize line, for did-you-mean.
 MERGE_FORM = '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"]'
+#: Options of the materialize line, for did-you-mean.
 MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=", "update=", "keep=", "within=")
 #: Options that only mean something with ``history``.
 HISTORY_OPTIONS = ("track=", "deletes=")
