@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Optional
 
@@ -287,7 +288,7 @@ class MergeWrite(WriteStrategyBase):
         key = merge_key(target)
         ranges = clustered_key_ranges(staged, target)
         if ranges:
-            current = current.where(ranges)
+            current = current.where(ranges.predicate())
         compare = None if new_columns else target.merge.updated_columns(staged.columns, key)
         if new_columns:  # every row is merged: the target lacks columns to compare
             check_keys(self, staged, target, key)
@@ -310,7 +311,7 @@ class MergeWrite(WriteStrategyBase):
         key: Sequence[str],
         changes: DataFrame,
         new_columns: Sequence[str],
-        ranges: Optional[str] = None,
+        ranges: Optional[KeyRanges] = None,
     ) -> WriteResult:
         """MERGE ``changes`` (the staged rows that differ, or all of them) on ``key``, within
         the key ``ranges`` (:func:`clustered_key_ranges`) when there are any."""
@@ -325,7 +326,9 @@ class MergeWrite(WriteStrategyBase):
             key,
             staged.columns,
             source=view,
-            target_condition=" AND ".join(c for c in (_target_condition(target), _qualified(ranges)) if c) or None,
+            target_condition=" AND ".join(
+                c for c in (_target_condition(target), ranges.predicate(TARGET_ALIAS) if ranges else None) if c
+            ) or None,
             update=target.merge.updated_columns(staged.columns, key),
         )
         settings = {SCHEMA_EVOLUTION_CONF: "true"} if new_columns else {}
@@ -360,16 +363,34 @@ class MergeWrite(WriteStrategyBase):
         check_staged_keys(self, target, key, diff.where(has_null | (diff[key_rows] > 1)), key_rows)
 
 
-def clustered_key_ranges(rows: DataFrame, target: WriteTarget, limit: int = MAX_KEY_RANGES) -> Optional[str]:
-    """The key ranges ``rows`` fall in, as a predicate on the table, when the table is
-    clustered by its one-column integer or date key; else ``None``.
+@dataclass(frozen=True)
+class KeyRanges:
+    """Ranges of one key column, each ``(low, high)`` as SQL literals, inclusive."""
+
+    column: str
+    bounds: tuple[tuple[str, str], ...]
+
+    def predicate(self, alias: Optional[str] = None) -> str:
+        """``(`id` BETWEEN 1 AND 2 OR …)``, the column qualified by ``alias`` if given.
+
+        Example:
+            >>> KeyRanges("id", (("1", "2"), ("900", "900"))).predicate("t")
+            '(t.`id` BETWEEN 1 AND 2 OR t.`id` BETWEEN 900 AND 900)'
+        """
+        name = (f"{alias}." if alias else "") + quote_identifier(self.column)
+        return "(" + " OR ".join(f"{name} BETWEEN {low} AND {high}" for low, high in self.bounds) + ")"
+
+
+def clustered_key_ranges(rows: DataFrame, target: WriteTarget, limit: int = MAX_KEY_RANGES) -> Optional[KeyRanges]:
+    """The key ranges ``rows`` fall in, when the table is clustered by its one-column
+    integer or date key; else ``None``.
 
     The sorted distinct keys are cut at their ``limit - 1`` widest gaps, so changes that
     arrive in a few key ranges give as many ranges, and keys spread over the whole table one
     range of nearly all of it (which prunes nothing and costs two small queries).
 
     Example:
-        >>> clustered_key_ranges(spark.createDataFrame([(1,), (2,), (900,)], "id long"), target)  # doctest: +SKIP
+        >>> clustered_key_ranges(spark.createDataFrame([(1,), (2,), (900,)], "id long"), target).predicate()  # doctest: +SKIP
         '(`id` BETWEEN 1 AND 2 OR `id` BETWEEN 900 AND 900)'
     """
     if len(target.key) != 1 or target.partitioned:
@@ -391,13 +412,7 @@ def clustered_key_ranges(rows: DataFrame, target: WriteTarget, limit: int = MAX_
     cuts = sorted((row["p"], row["k"]) for row in pairs.sort(pairs["g"].desc()).limit(limit - 1).collect() if row["g"] > 1)
     starts = [bounds["lo"], *(after for _, after in cuts)]
     ends = [*(before for before, _ in cuts), bounds["hi"]]
-    ranges = [f"{name} BETWEEN {literal.format(lo)} AND {literal.format(hi)}" for lo, hi in zip(starts, ends)]
-    return f"({' OR '.join(ranges)})"
-
-
-def _qualified(ranges: Optional[str]) -> Optional[str]:
-    """:func:`clustered_key_ranges`' predicate with its column qualified by the MERGE's target alias."""
-    return ranges.replace("(`", f"({TARGET_ALIAS}.`").replace(" OR `", f" OR {TARGET_ALIAS}.`") if ranges else None
+    return KeyRanges(column, tuple((literal.format(lo), literal.format(hi)) for lo, hi in zip(starts, ends)))
 
 
 def merge_key(target: WriteTarget) -> tuple[str, ...]:

@@ -149,7 +149,7 @@ def test_a_table_clustered_by_its_key_is_read_only_in_the_slices_key_ranges(spar
     from assetlake_dagster.writes.merge import clustered_key_ranges
 
     changes = spark.createDataFrame([(1050, "new"), (1051, "new"), (1200, "added")], "id BIGINT, v STRING")
-    assert clustered_key_ranges(changes, clustered) == "(`id` BETWEEN 1050 AND 1051 OR `id` BETWEEN 1200 AND 1200)"
+    assert clustered_key_ranges(changes, clustered).predicate() == "(`id` BETWEEN 1050 AND 1051 OR `id` BETWEEN 1200 AND 1200)"
     assert clustered_key_ranges(changes, keyed(lake_root, "r", "c")) is None  # not clustered by its key
     (low_file,) = added_files(clustered.path, 0)  # keys 1..100
     hidden = f"{clustered.path}/{low_file}.hidden"
