@@ -23,18 +23,34 @@ class TargetPredicate:
 
     Attributes:
         text: the predicate as written.
-        columns: the column names it reads, in order of first use.
+        column_starts: each column reference, with its 0-based offset in ``text`` (for
+            located messages and for qualifying it), in the order written.
 
     Example:
         >>> p = TargetPredicate.parse("order_date >= date_sub(current_date(), 7)")
         >>> p.columns
         ('order_date',)
+        >>> TargetPredicate.parse("a > 1 or b < 2").column_starts
+        (('a', 0), ('b', 9))
         >>> p.qualified("t")
         '(t.order_date >= date_sub(current_date(), 7))'
     """
 
     text: str
-    columns: tuple[str, ...]
+    column_starts: tuple[tuple[str, int], ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The column names it reads, in order of first use (case-insensitively distinct).
+
+        Example:
+            >>> TargetPredicate.parse("a > 1 or B < 2 or A < 0").columns
+            ('a', 'B')
+        """
+        first: dict[str, str] = {}
+        for name, _ in self.column_starts:
+            first.setdefault(name.lower(), name)
+        return tuple(first.values())
 
     @classmethod
     def parse(cls, text: str) -> "TargetPredicate":
@@ -45,24 +61,11 @@ class TargetPredicate:
         """
         from sqlglot import exp
 
-        tree = _tree(text)
-        columns: dict[str, str] = {}
-        for column in tree.find_all(exp.Column):
-            columns.setdefault(column.name.lower(), column.name)
-        if not columns:
+        found = ((column.name, column.this.meta["start"]) for column in _tree(text).find_all(exp.Column))
+        starts = tuple(sorted(found, key=lambda name_start: name_start[1]))  # find_all walks breadth-first
+        if not starts:
             raise ValueError("it reads no column of the table, so it bounds nothing")
-        return cls(text, tuple(columns.values()))
-
-    def column_starts(self) -> list[tuple[str, int]]:
-        """Each column read, with its 0-based offset in :attr:`text` (for located messages).
-
-        Example:
-            >>> TargetPredicate.parse("a > 1 or b < 2").column_starts()
-            [('a', 0), ('b', 9)]
-        """
-        from sqlglot import exp
-
-        return [(column.name, column.this.meta["start"]) for column in _tree(self.text).find_all(exp.Column)]
+        return cls(text, starts)
 
     def qualified(self, alias: str) -> str:
         """The predicate with each column qualified by ``alias`` (the MERGE's target).
@@ -70,7 +73,7 @@ class TargetPredicate:
         The text stays the user's: ``alias.`` goes in front of each column where the
         tokenizer found it (sqlglot's regenerated SQL may spell functions differently).
         """
-        starts = sorted((start for _, start in self.column_starts()), reverse=True)
+        starts = sorted((start for _, start in self.column_starts), reverse=True)
         text = self.text
         for start in starts:
             text = f"{text[:start]}{alias}.{text[start:]}"

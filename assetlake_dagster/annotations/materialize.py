@@ -266,7 +266,7 @@ def _within(draft: HeaderDraft, word: Word) -> Optional[TargetPredicate]:
                     'Write one condition on the table\'s columns, e.g. within="order_date >= date_sub(current_date(), 7)".')
         return None
     draft.merge_columns += tuple(
-        ("within", Word(name, word.line, col + start)) for name, start in predicate.column_starts()
+        ("within", Word(name, word.line, col + start)) for name, start in predicate.column_starts
     )
     return predicate
 
