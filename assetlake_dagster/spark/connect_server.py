@@ -28,7 +28,7 @@ from typing import IO, Optional
 
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.spark.install import with_archive
-from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, pyspark_home, with_delta_jars
+from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, pyspark_home, with_delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -138,13 +138,16 @@ def start_connect_server(
     if log_path is None:
         log_path = os.path.join(tempfile.mkdtemp(prefix="assetlake-connect-"), "server.log")
     log = open(log_path, "ab")
+    command, class_path = _server_launch(port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir)
+    env = server_env(host)
+    env.update(class_path_env(class_path, env))
     try:
         process = subprocess.Popen(
-            server_command(port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir),
+            command,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=server_env(host),
+            env=env,
             start_new_session=True,  # its own process group: stop() ends the JVM and its children
         )
     except OSError as exc:
@@ -174,13 +177,26 @@ def server_command(
         >>> command[1:3]
         ['--class', 'org.apache.spark.sql.connect.service.SparkConnectServer']
     """
+    return _server_launch(port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir)[0]
+
+
+def _server_launch(
+    port: int,
+    *,
+    host: str,
+    master: str,
+    spark_conf: Optional[Mapping[str, str]],
+    warehouse_dir: Optional[str],
+) -> tuple[list[str], list[str]]:
+    """The server's ``spark-submit`` command and the jars for its class path."""
     conf: dict[str, str] = {**EMBEDDED_DEFAULTS, **DELTA_EXTENSIONS}
     conf["spark.connect.grpc.binding.address"] = host
     conf["spark.connect.grpc.binding.port"] = str(port)
     if warehouse_dir:
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     conf.update(spark_conf or {})
-    conf = with_archive(with_delta_jars(conf))  # the server's JVM maps the class-data archive
+    conf, class_path = class_path_jars(with_delta_jars(conf), master)
+    conf = with_archive(conf)  # the server's JVM maps the class-data archive
     command = [os.path.join(pyspark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
     command += ["--name", "assetlake Spark Connect", "--master", master]
     if conf.get("spark.jars"):
@@ -189,7 +205,7 @@ def server_command(
         command += ["--packages", conf.pop("spark.jars.packages")]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
-    return command
+    return command, class_path
 
 
 def server_env(host: str = DEFAULT_HOST) -> dict[str, str]:

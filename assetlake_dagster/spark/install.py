@@ -94,6 +94,55 @@ def with_delta_jars(conf: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
+#: The launcher appends this variable's entries to the JVM's class path, after Spark's jars.
+CLASS_PATH_ENV = "SPARK_DIST_CLASSPATH"
+
+
+def class_path_jars(conf: Mapping[str, str], master: str) -> tuple[dict[str, str], list[str]]:
+    """Move the local jar files of a local-master JVM from ``spark.jars`` to its class path.
+
+    Spark's local executor fetches every jar of ``spark.jars`` into a new temporary folder
+    at each start, as a remote executor would: 540 MB for the S3 connector's SDK bundle,
+    left behind in ``/tmp`` whenever the JVM is killed. On a local master the driver is the
+    executor, so the JVM's class path serves instead, with no copy. The launcher puts
+    :data:`CLASS_PATH_ENV` after Spark's own jars, and Delta's go first among these, so the
+    class path of a JVM with more jars (S3A) still begins with the class-data archive's.
+    Any other master keeps ``spark.jars``: its executors need the jars sent to them.
+
+    Returns:
+        ``conf`` without the moved jars, and the jars in class-path order.
+
+    Example:
+        >>> class_path_jars({"spark.jars": "/j/a.jar,https://x/b.jar"}, "local[2]")
+        ({'spark.jars': 'https://x/b.jar'}, ['/j/a.jar'])
+        >>> class_path_jars({"spark.jars": "/j/a.jar"}, "spark://h:7077")
+        ({'spark.jars': '/j/a.jar'}, [])
+    """
+    rest = dict(conf)
+    if not master.startswith("local"):
+        return rest, []
+    listed = [jar for jar in rest.pop("spark.jars", "").split(",") if jar]
+    moved = [jar for jar in listed if "://" not in jar or jar.startswith("file://")]
+    kept = [jar for jar in listed if jar not in moved]
+    if kept:
+        rest["spark.jars"] = ",".join(kept)
+    delta_dir = delta_jars_dir()
+    moved.sort(key=lambda jar: not jar.removeprefix("file://").startswith(delta_dir))
+    return rest, [jar.removeprefix("file://") for jar in moved]
+
+
+def class_path_env(jars: list[str], env: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The launcher's :data:`CLASS_PATH_ENV` with ``jars`` appended to any value ``env`` has.
+
+    Example:
+        >>> class_path_env(["/j/a.jar"], {})
+        {'SPARK_DIST_CLASSPATH': '/j/a.jar'}
+    """
+    env = os.environ if env is None else env
+    entries = [e for e in env.get(CLASS_PATH_ENV, "").split(os.pathsep) if e] + jars
+    return {CLASS_PATH_ENV: os.pathsep.join(entries)} if entries else {}
+
+
 def hadoop_version() -> str:
     """The Hadoop version PySpark ships (its ``hadoop-client-api-<version>.jar``)."""
     for jar in glob.glob(os.path.join(pyspark_home(), "jars", "hadoop-client-api-*.jar")):
@@ -191,7 +240,9 @@ def _build_id(home: str) -> str:
     """Identifies what the JVM checks an archive against, hashed: the ``java`` Spark's launcher
     runs (``$JAVA_HOME/bin/java``, else the one on ``PATH``: its real path, size and time) and
     the install's jars (names, sizes and times)."""
-    parts = [f"java:{_file_stamp(_java())}"]
+    # The layout of the class path (Delta's jars after Spark's): an archive built before it
+    # lacks Delta's classes, so a new one is built rather than kept.
+    parts = ["class-path:2", f"java:{_file_stamp(_java())}"]
     with contextlib.suppress(OSError), os.scandir(os.path.join(home, "jars")) as jars:
         # One listing: the install's folder is already a real path, and its jars are files.
         stats = sorted((jar.name, jar.stat()) for jar in jars)

@@ -9,16 +9,17 @@ no JVM here at all: one Spark Connect client session per server URL, reused the 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definitions
     from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, with_archive, with_delta_jars
+from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, with_archive, with_delta_jars
 
 def build_spark_session(
     *,
@@ -56,11 +57,28 @@ def build_spark_session(
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     builder = builder.master(master)
     conf.update(spark_conf or {})
-    conf = with_delta_jars(conf)
+    conf, class_path = class_path_jars(with_delta_jars(conf), master)
     conf = with_archive(conf)  # this process starts the JVM: it maps the class-data archive
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _launcher_env(class_path_env(class_path)):
+        return builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def _launcher_env(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` set in this process while PySpark's launcher (which copies ``os.environ``)
+    may start the JVM."""
+    before = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 #: Spark Connect client sessions by server URL (a stopped one is replaced).
