@@ -5,7 +5,8 @@ The public API, pinned by ``assetlake_dagster_tests/unit/test_public_api.py`` an
 ``managed_write``, ``load_project``), names in a ``defs.yaml`` (``AssetlakeProjectComponent``),
 configures (``SparkDeltaResource``, ``DeltaIOManager``), subclasses (``AssetlakeTranslator``),
 receives in a translator's methods (``SqlAssetSpec``, ``TableUri``, with ``MaterializeSpec`` and
-``WriteStrategy`` on the spec) and catches (the errors). Everything else is internal and may move.
+``WriteStrategy`` on the spec), passes to several ``build_definitions`` of one code location
+(``NeighbourTable``) and catches (the errors). Everything else is internal and may move.
 
 Importing the package imports Dagster but no engine library (PySpark, pandas, sqlglot): a code
 location's load stays cheap.
@@ -24,6 +25,7 @@ from assetlake_dagster.io_manager import (
     DeltaIOManager as DeltaIOManager,
     managed_write as managed_write,
 )
+from assetlake_dagster.neighbours import NeighbourTable as NeighbourTable
 from assetlake_dagster.project import Project as Project, load_project as load_project
 from assetlake_dagster.resources import SparkDeltaResource as SparkDeltaResource
 from assetlake_dagster.run_config import sql_run_config as sql_run_config
@@ -44,6 +46,7 @@ __all__ = [
     "sql_run_config",
     "load_project",
     "Project",
+    "NeighbourTable",
     # The translator and what its methods take
     "AssetlakeTranslator",
     "SqlAssetSpec",

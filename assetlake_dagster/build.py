@@ -1,6 +1,7 @@
 """``build_definitions``: a project folder -> ``dagster.Definitions``."""
 
 import contextlib
+import dataclasses
 import gc
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -14,6 +15,7 @@ from assetlake_dagster.maintenance import MaintainDefaults, maintain_defaults, m
 from assetlake_dagster.code_references import link_to_git
 from assetlake_dagster.external import external_table_asset
 from assetlake_dagster.io_manager import DeltaIOManager
+from assetlake_dagster.neighbours import NeighbourTable, resolve_neighbours
 from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
 from assetlake_dagster.resources import SparkDeltaResource
@@ -53,6 +55,7 @@ def build_definitions(
     io_manager: Optional[DeltaIOManager] = None,
     executor: Optional[dg.ExecutorDefinition] = dg.in_process_executor,
     maintain: MaintainDefaults = None,
+    neighbours: Sequence[NeighbourTable] = (),
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -93,6 +96,10 @@ def build_definitions(
             texts by group name with ``"*"`` for every other group
             (``{"raw": "@daily vacuum=7d", "*": "0 3 * * 0"}``). A file's own line wins;
             ``manual`` files get none.
+        neighbours: the tables other assetlake projects of the same code location produce
+            (the component finds its sibling components'): a table read from one of them
+            depends on that project's asset instead of becoming an external asset here,
+            and a table (or asset key) both produce is a located :class:`ProjectError`.
 
     Returns:
         Definitions with the assets, the ``spark`` resource, the Delta IO manager under
@@ -116,6 +123,10 @@ def build_definitions(
     keys_by_table = {spec.uri: translator.get_asset_key(spec) for spec in project.assets}
     keys_by_table.update({uri: translator.get_external_asset_key(uri) for uri in project.external})
     keys_by_table.update({t.uri: t.key for t in python_tables([PythonAsset(a) for a in extra])})
+    # Tables a neighbour produces: its asset is the upstream, not an external asset of ours.
+    elsewhere = resolve_neighbours(project.assets, keys_by_table, project.external, neighbours)
+    keys_by_table.update({uri: table.key for uri, table in elsewhere.items()})
+    project = dataclasses.replace(project, external=tuple(uri for uri in project.external if uri not in elsewhere))
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
     sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake, io_manager_key) for spec in project.assets]

@@ -25,7 +25,11 @@ from dagster.components.utils.translation import TranslationFn, TranslationFnRes
 from pydantic import BaseModel, Field
 
 from assetlake_dagster.build import build_definitions
+from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.io_manager import DeltaIOManager
+from assetlake_dagster.neighbours import NeighbourTable
+from assetlake_dagster.project import load_project
+from assetlake_dagster.python_assets import PythonAsset, python_tables
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import SqlAssetSpec
 from assetlake_dagster.translator import AssetlakeTranslator
@@ -164,9 +168,43 @@ class AssetlakeProjectComponent(Component, Resolvable):
                   "line's text, or texts by group name ('*': every other group)."},
     )
 
+    @classmethod
+    def load(cls, attributes: Optional[BaseModel], context: ComponentLoadContext) -> "AssetlakeProjectComponent":
+        component = super().load(attributes, context)
+        # Its folder, for the sibling components that ask which tables it produces.
+        component._defs_path = Path(context.path)
+        return component
+
     def project_dir(self, context: ComponentLoadContext) -> Path:
         """The SQL folder: ``project`` relative to the component's defs folder."""
         return (Path(context.path) / self.project).resolve()
+
+    def neighbour_tables(self, context: ComponentLoadContext) -> list[NeighbourTable]:
+        """The tables the other assetlake components of the project produce.
+
+        A component whose folder does not load is left out: its own build reports why.
+        """
+        try:
+            siblings = context.component_tree.get_all_components(AssetlakeProjectComponent)
+        except Exception:  # noqa: BLE001 - a sibling's defs.yaml that fails reports itself
+            return []
+        tables = []
+        for other in siblings:
+            defs_path = getattr(other, "_defs_path", None)
+            if other is self or defs_path is None:
+                continue
+            owner = f"the component {display_path(str(defs_path))}"
+            try:
+                project = load_project((defs_path / other.project).resolve(), load_python_files=other.load_python_files)
+            except AssetlakeError:
+                continue
+            translator = other.translator()
+            for spec in project.assets:
+                where = str(spec.materialize.location or display_path(spec.path))
+                tables.append(NeighbourTable(spec.uri, translator.get_asset_key(spec), where, owner))
+            for table in python_tables([PythonAsset(asset) for asset in project.python_assets]):
+                tables.append(NeighbourTable(table.uri, table.key, table.describe(), owner))
+        return tables
 
     def spark_resource(self) -> SparkDeltaResource:
         """The Spark resource of ``lake_root`` and ``spark`` (the same object for every
@@ -193,5 +231,6 @@ class AssetlakeProjectComponent(Component, Resolvable):
             git_branch=self.git_branch,
             io_manager_key=self.io_manager_key,
             maintain=self.maintain,
+            neighbours=self.neighbour_tables(context),
             executor=None,  # the code location's: a component does not choose it for the others
         )

@@ -250,9 +250,61 @@ def test_two_components_with_different_spark_settings_clash_on_the_spark_key():
         assert "different resources with same key 'spark'" in str(raised.value.__cause__)
 
 
-def test_the_same_table_in_two_components_is_a_duplicate_asset_key():
+def _project_error(raised: pytest.ExceptionInfo) -> ProjectError:
+    """The ProjectError under Dagster's "Error while building definitions for ..." wrappers."""
+    error = raised.value
+    while not isinstance(error, ProjectError) and error.__cause__ is not None:
+        error = error.__cause__
+    assert isinstance(error, ProjectError), raised.value
+    return error
+
+
+def test_the_same_table_in_two_components_is_a_located_error_naming_both_files():
     with create_defs_folder_sandbox() as sandbox:
         _two_components(sandbox, EXAMPLE_SQL, EXAMPLE_SQL)
-        with sandbox.build_all_defs() as defs:
-            with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"Duplicate asset key: AssetKey\(\['analytics', 'example'\]\)"):
+        with pytest.raises(Exception) as raised:
+            with sandbox.build_all_defs() as defs:
                 defs.get_repository_def()
+        message = str(_project_error(raised))
+        # Whichever component builds first reports it, at its -- materialize line.
+        mine, other = ("lake_a", "lake_b") if "lake_a/sql/a.sql:1:" in message else ("lake_b", "lake_a")
+        assert f"{mine}/sql/{mine[-1]}.sql:1:16: delta://analytics/example is also materialized by " in message
+        assert f"{other}/sql/{other[-1]}.sql:1:16 (the component " in message and message.count(f"{other})") == 1
+        assert "A table has exactly one producer in a code location" in message
+
+
+def test_a_table_one_component_writes_and_another_reads_is_one_asset_and_its_dep():
+    """Not an external asset in the reader too (Dagster: 'Duplicate asset key'), whichever
+    component builds first; the dep follows the writer's translated key."""
+    with create_defs_folder_sandbox() as sandbox:
+        _write_component(
+            sandbox.defs_folder_path, "lake_a", {"project": "sql", "translation": {"key_prefix": "a"}},
+            {"orders.sql": "-- materialize delta://sales/orders\nSELECT 1 AS id\n"},
+        )
+        _write_component(
+            sandbox.defs_folder_path, "lake_b", {"project": "sql"},
+            {"totals.sql": "-- materialize delta://mart/totals\nSELECT count(*) AS n FROM sales.orders JOIN raw.events ON true\n"},
+        )
+        with sandbox.build_all_defs() as defs:
+            names = _names(defs)
+            assert names["assets"] == ["a/sales/orders", "mart/totals", "raw/events"]  # raw.events: external
+            totals = next(s for s in defs.resolve_all_asset_specs() if s.key == dg.AssetKey(["mart", "totals"]))
+            assert sorted(dep.asset_key.to_user_string() for dep in totals.deps) == ["a/sales/orders", "raw/events"]
+            # The reader's watch sensor watches only what no component produces.
+            watch = next(s for s in defs.get_repository_def().sensor_defs if "watch" in s.name)
+            assert "external tables delta://raw/events (no Spark)" in watch.description
+
+
+def test_an_asset_key_two_components_translate_to_is_a_located_error():
+    with create_defs_folder_sandbox() as sandbox:
+        for name, table in (("lake_a", "sales/orders"), ("lake_b", "mart/orders")):
+            _write_component(
+                sandbox.defs_folder_path, name, {"project": "sql", "translation": {"key": "{{ table }}"}},
+                {"orders.sql": f"-- materialize delta://{table}\nSELECT 1 AS id\n"},
+            )
+        with pytest.raises(Exception) as raised:
+            with sandbox.build_all_defs() as defs:
+                defs.get_repository_def()
+        message = str(_project_error(raised))
+        assert "orders.sql:1:16: the asset key orders is also delta://" in message
+        assert "change one project's translation of the key" in message

@@ -23,6 +23,7 @@ PUBLIC_API = [
     "sql_run_config",
     "load_project",
     "Project",
+    "NeighbourTable",
     # The translator and what its methods take
     "AssetlakeTranslator",
     "SqlAssetSpec",
@@ -49,6 +50,7 @@ HOMES = {
     "sql_run_config": "assetlake_dagster.run_config",
     "load_project": "assetlake_dagster.project",
     "Project": "assetlake_dagster.project",
+    "NeighbourTable": "assetlake_dagster.neighbours",
     "AssetlakeTranslator": "assetlake_dagster.translator",
     "SqlAssetSpec": "assetlake_dagster.spec.model",
     "TableUri": "assetlake_dagster.spec.names",
