@@ -33,6 +33,7 @@ def build_sql_asset(
     keys_by_table: Optional[Mapping[TableUri, dg.AssetKey]] = None,
     lake: Optional[Lake] = None,
     io_manager_key: str = "io_manager",
+    spark_key: str = SPARK_RESOURCE_KEY,
 ) -> dg.AssetsDefinition:
     """One annotated SQL file -> one asset.
 
@@ -47,6 +48,7 @@ def build_sql_asset(
             deps on upstream tables follow a translator that renames keys.
         lake: where the table is stored (its location becomes ``dagster/uri``).
         io_manager_key: the resource key of the Delta IO manager that writes the rows.
+        spark_key: the resource key of the :class:`SparkDeltaResource` the asset runs on.
     """
     translated = translator.get_asset_spec(spec)
     deps, metadata = write_contract(translated, spec, keys_by_table or {}, lake)
@@ -67,7 +69,7 @@ def build_sql_asset(
             )
         # Before Spark: a date argument that is not a date fails in a moment, not after a session.
         args = bind_arguments(spec.arguments, context.op_execution_context.op_config or {})
-        resource: SparkDeltaResource = getattr(context.resources, SPARK_RESOURCE_KEY)
+        resource: SparkDeltaResource = getattr(context.resources, spark_key)
         # The run's half (PySpark and all) loads with the first run, not with the definitions.
         from assetlake_dagster.sql_asset_run import run_sql_asset
 
@@ -104,6 +106,7 @@ def build_sql_asset(
         config_schema=argument_config_schema(spec.arguments),
         policy=backfill_policy(spec.partitions) if spec.partitions else None,
         io_manager_key=io_manager_key,
+        spark_key=spark_key,
     )
 
 
@@ -126,6 +129,7 @@ def _assets_definition(
     config_schema: Optional[Mapping[str, dg.Field]],
     policy: Optional[dg.BackfillPolicy],
     io_manager_key: str = "io_manager",
+    spark_key: str = SPARK_RESOURCE_KEY,
 ) -> dg.AssetsDefinition:
     """The one-output asset ``@dg.multi_asset`` would build from these, built directly.
 
@@ -151,7 +155,7 @@ def _assets_definition(
         name=name,
         ins=dict.fromkeys(inputs, _DEP_IN),
         outs={output_name: out, **dict.fromkeys(checks_by_output, check_out)},
-        required_resource_keys={SPARK_RESOURCE_KEY},
+        required_resource_keys={spark_key},
         config_schema=config_schema or _NO_CONFIG,  # as @multi_asset: no arguments, an empty config
     )
     return dg.AssetsDefinition(

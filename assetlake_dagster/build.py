@@ -53,6 +53,7 @@ def build_definitions(
     git_branch: Optional[str] = None,
     io_manager_key: str = "io_manager",
     io_manager: Optional[DeltaIOManager] = None,
+    spark_resource_key: str = SPARK_RESOURCE_KEY,
     executor: Optional[dg.ExecutorDefinition] = dg.in_process_executor,
     maintain: MaintainDefaults = None,
     neighbours: Sequence[NeighbourTable] = (),
@@ -88,6 +89,8 @@ def build_definitions(
         io_manager: the Delta IO manager (default: one of ``spark``'s); passing the same
             instance to several calls lets their definitions merge (Dagster merges
             resources under one key only when they are the same object).
+        spark_resource_key: the resource key of ``spark`` (default ``spark``); the SQL assets
+            and maintenance jobs require it. The component passes a key of its own.
         executor: the executor of the definitions (default: in-process, one JVM for the
             whole run); ``None`` sets none, leaving the code location's (as the component
             does).
@@ -102,7 +105,7 @@ def build_definitions(
             and a table (or asset key) both produce is a located :class:`ProjectError`.
 
     Returns:
-        Definitions with the assets, the ``spark`` resource, the Delta IO manager under
+        Definitions with the assets, the Spark resource under ``spark_resource_key``, the Delta IO manager under
         ``io_manager_key``, and the ``executor``;
         a job per group (``<group>_job``), a schedule per ``-- schedule`` line and, when
         an asset has an automation condition, the running ``assetlake_automation_sensor``
@@ -129,7 +132,7 @@ def build_definitions(
     project = dataclasses.replace(project, external=tuple(uri for uri in project.external if uri not in elsewhere))
     resource = spark or SparkDeltaResource(lake_root=lake_root)
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
-    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake, io_manager_key) for spec in project.assets]
+    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake, io_manager_key, spark_resource_key) for spec in project.assets]
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
 
     readers: dict = {}
@@ -148,12 +151,12 @@ def build_definitions(
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
     defaults = maintain_defaults(maintain)
     with_maintenance = [maintained_spec(spec, translator.get_group_name(spec), defaults) for spec in project.assets]
-    maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], SPARK_RESOURCE_KEY) for spec in with_maintenance if spec]
+    maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], spark_resource_key) for spec in with_maintenance if spec]
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
         schedules=[*schedules, *generated.schedules, *(schedule for _, schedule in maintained)],
         sensors=[*sensors, *generated.sensors],
         jobs=[*jobs, *generated.jobs, *(job for job, _ in maintained)],
-        resources={SPARK_RESOURCE_KEY: resource, io_manager_key: io_manager or DeltaIOManager(spark=resource)},
+        resources={spark_resource_key: resource, io_manager_key: io_manager or DeltaIOManager(spark=resource)},
         executor=executor,
     )

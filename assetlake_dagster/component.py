@@ -24,8 +24,9 @@ from dagster.components.scaffold.scaffold import Scaffolder, ScaffoldRequest, sc
 from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
 from pydantic import BaseModel, Field
 
+from assetlake_dagster.assets import SPARK_RESOURCE_KEY
 from assetlake_dagster.build import build_definitions
-from assetlake_dagster.errors import AssetlakeError, display_path
+from assetlake_dagster.errors import AssetlakeError, ConfigError, display_path
 from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.neighbours import NeighbourTable
 from assetlake_dagster.project import load_project
@@ -160,6 +161,8 @@ class AssetlakeProjectComponent(Component, Resolvable):
     ] = None
     load_python_files: bool = True
     io_manager_key: str = COMPONENT_IO_MANAGER_KEY
+    # ``spark``, as the Python assets of the folder name it (``spark: SparkDeltaResource``).
+    spark_resource_key: str = SPARK_RESOURCE_KEY
     git_url: Optional[str] = None
     git_branch: Optional[str] = None
     maintain: Optional[Union[str, dict[str, str]]] = field(
@@ -184,15 +187,9 @@ class AssetlakeProjectComponent(Component, Resolvable):
 
         A component whose folder does not load is left out: its own build reports why.
         """
-        try:
-            siblings = context.component_tree.get_all_components(AssetlakeProjectComponent)
-        except Exception:  # noqa: BLE001 - a sibling's defs.yaml that fails reports itself
-            return []
         tables = []
-        for other in siblings:
-            defs_path = getattr(other, "_defs_path", None)
-            if other is self or defs_path is None:
-                continue
+        for other in _siblings(self, context):
+            defs_path = other._defs_path
             owner = f"the component {display_path(str(defs_path))}"
             try:
                 project = load_project((defs_path / other.project).resolve(), load_python_files=other.load_python_files)
@@ -212,14 +209,31 @@ class AssetlakeProjectComponent(Component, Resolvable):
         return self._resources()[0]
 
     def _resources(self) -> tuple[SparkDeltaResource, DeltaIOManager]:
+        return _shared_resources(self._settings())
+
+    def _settings(self) -> dict[str, Any]:
         settings = self.spark.model_dump(exclude_none=True) if self.spark else {}
-        return _shared_resources({"lake_root": self.lake_root, **settings})
+        return {"lake_root": self.lake_root, **settings}
+
+    def _check_resource_keys(self, context: ComponentLoadContext) -> None:
+        """Refuse what Dagster would refuse later without naming the components: a sibling
+        with other ``lake_root``/``spark`` settings under one of the same resource keys."""
+        for other in _siblings(self, context):
+            shared = {self.spark_resource_key, self.io_manager_key} & {other.spark_resource_key, other.io_manager_key}
+            if shared and other._settings() != self._settings():
+                mine, theirs = display_path(str(context.path)), display_path(str(other._defs_path))
+                raise ConfigError(
+                    f"{mine}/defs.yaml: the components {theirs} and {mine} have different lake_root or spark "
+                    f"settings under the same resource key {', '.join(repr(k) for k in sorted(shared))}. Give one "
+                    "of them keys of its own (spark_resource_key: and io_manager_key:), or the same settings."
+                )
 
     def translator(self) -> AssetlakeTranslator:
         """The translator ``build_defs`` uses; override to subclass ``AssetlakeTranslator``."""
         return _TranslatedTranslator(self.translation) if self.translation else AssetlakeTranslator()
 
     def build_defs(self, context: ComponentLoadContext) -> dg.Definitions:
+        self._check_resource_keys(context)
         spark, io_manager = self._resources()
         return build_definitions(
             self.project_dir(context),
@@ -230,7 +244,18 @@ class AssetlakeProjectComponent(Component, Resolvable):
             git_url=self.git_url,
             git_branch=self.git_branch,
             io_manager_key=self.io_manager_key,
+            spark_resource_key=self.spark_resource_key,
             maintain=self.maintain,
             neighbours=self.neighbour_tables(context),
             executor=None,  # the code location's: a component does not choose it for the others
         )
+
+
+def _siblings(component: AssetlakeProjectComponent, context: ComponentLoadContext) -> list[AssetlakeProjectComponent]:
+    """The project's other assetlake components (those that loaded: one whose ``defs.yaml``
+    fails reports that itself)."""
+    try:
+        found = context.component_tree.get_all_components(AssetlakeProjectComponent)
+    except Exception:  # noqa: BLE001 - see above
+        return []
+    return [c for c in found if c is not component and getattr(c, "_defs_path", None) is not None]

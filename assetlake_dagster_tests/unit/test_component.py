@@ -12,7 +12,7 @@ import pytest
 import yaml
 from dagster.components.testing import create_defs_folder_sandbox
 
-from assetlake_dagster import AssetlakeProjectComponent, ProjectError, SparkDeltaResource, build_definitions
+from assetlake_dagster import AssetlakeProjectComponent, ConfigError, ProjectError, SparkDeltaResource, build_definitions
 from assetlake_dagster.component import COMPONENT_IO_MANAGER_KEY, EXAMPLE_SQL
 from assetlake_dagster_tests.helpers import REPO
 
@@ -179,6 +179,32 @@ def test_beside_a_plain_asset_with_its_own_io_manager():
             assert _names(defs)["assets"] == ["analytics/example", "plain"]
 
 
+def test_beside_a_spark_resource_of_the_projects_own_under_another_key():
+    """A project whose ``spark`` is its own (dagster-pyspark's, say) gives the component another key."""
+    own = textwrap.dedent("""\
+        import dagster as dg
+
+        @dg.asset(required_resource_keys={"spark"})
+        def plain():
+            return 1
+
+        @dg.definitions
+        def defs():
+            return dg.Definitions(assets=[plain], resources={"spark": dg.ResourceDefinition.hardcoded_resource("own")})
+    """)
+    with create_defs_folder_sandbox() as sandbox:
+        attributes = {"project": "sql", "spark_resource_key": "assetlake_spark"}
+        _write_component(sandbox.defs_folder_path, "lake", attributes, {"example.sql": EXAMPLE_SQL})
+        (sandbox.defs_folder_path / "plain").mkdir()
+        (sandbox.defs_folder_path / "plain" / "defs.py").write_text(own)
+        with sandbox.build_all_defs() as defs:
+            assert set(defs.resources) == {"spark", "assetlake_spark", COMPONENT_IO_MANAGER_KEY}
+            assert defs.resources["spark"].resource_fn(None) == "own"
+            assert isinstance(defs.resources["assetlake_spark"], SparkDeltaResource)
+            example = defs.resolve_assets_def(dg.AssetKey(["analytics", "example"]))
+            assert example.required_resource_keys == {"assetlake_spark", COMPONENT_IO_MANAGER_KEY}
+
+
 def test_an_error_in_the_sql_is_located():
     sql = {"bad.sql": "-- materialize delta://sales/orders kye=id\nSELECT 1 AS id\n"}
     with create_defs_folder_sandbox() as sandbox:
@@ -236,7 +262,7 @@ def test_two_components_of_one_lake_share_its_resources():
             assert defs.resources[COMPONENT_IO_MANAGER_KEY].spark is defs.resources["spark"]
 
 
-def test_two_components_with_different_spark_settings_clash_on_the_spark_key():
+def test_two_components_with_different_spark_settings_under_one_key_are_refused_by_name():
     with create_defs_folder_sandbox() as sandbox:
         _two_components(
             sandbox,
@@ -247,7 +273,25 @@ def test_two_components_with_different_spark_settings_clash_on_the_spark_key():
         with pytest.raises(Exception) as raised:
             with sandbox.build_all_defs():
                 pass
-        assert "different resources with same key 'spark'" in str(raised.value.__cause__)
+        error = raised.value
+        while not isinstance(error, ConfigError) and error.__cause__ is not None:
+            error = error.__cause__
+        assert isinstance(error, ConfigError), raised.value
+        assert "lake_a and " in str(error) or "lake_b and " in str(error)
+        assert "under the same resource key 'assetlake_io_manager', 'spark'" in str(error)
+        assert "spark_resource_key: and io_manager_key:" in str(error)
+
+
+def test_two_components_with_different_spark_settings_and_keys_of_their_own_load():
+    with create_defs_folder_sandbox() as sandbox:
+        _write_component(sandbox.defs_folder_path, "lake_a", {"project": "sql"}, {"a.sql": "-- materialize delta://sales/orders\nSELECT 1 AS id\n"})
+        attributes_b = {"project": "sql", "spark": {"master": "local[2]"}, "spark_resource_key": "spark_b", "io_manager_key": "io_b"}
+        _write_component(sandbox.defs_folder_path, "lake_b", attributes_b, {"b.sql": "-- materialize delta://mart/totals\nSELECT 1 AS n\n"})
+        with sandbox.build_all_defs() as defs:
+            assert set(defs.resources) == {"spark", COMPONENT_IO_MANAGER_KEY, "spark_b", "io_b"}
+            assert defs.resources["spark_b"].master == "local[2]" and defs.resources["spark"].master is None
+            totals = defs.resolve_assets_def(dg.AssetKey(["mart", "totals"]))
+            assert totals.required_resource_keys == {"spark_b", "io_b"}
 
 
 def _project_error(raised: pytest.ExceptionInfo) -> ProjectError:
