@@ -1,47 +1,28 @@
-"""Layer 5: the component through the real ``dg`` CLI, in a ``dg`` project made in a temp folder.
+"""Layer 5: the component through the real ``dg`` CLI, in a project ``create-dagster project``
+made in a temp folder.
 
 ``dg`` finds ``AssetlakeProjectComponent`` through the package's registry-modules entry point,
 scaffolds it, validates the project (``dg check defs``) and lists what it defines (``dg list
 defs``) beside a plain ``@asset`` with its own IO manager and executor, all without Spark
-(loading the definitions starts none); and ``dg launch`` materializes two SQL assets into Delta
-under the project's executor (Dagster's default: a process per step) on the suite's warm engine.
+(loading the definitions starts none); ``dg launch`` materializes two SQL assets into Delta
+under the project's executor (Dagster's default: a process per step) on the suite's warm engine;
+and ``dg dev`` serves the assets, their check and schedule in the webserver.
 """
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import deltalake
 import pytest
 
-from assetlake_dagster_tests.helpers import cli_env
+from assetlake_dagster_tests.helpers import cli_env, free_port, graphql
 
 TYPE = "assetlake_dagster.AssetlakeProjectComponent"
-PYPROJECT = """\
-[project]
-name = "lakeproj"
-version = "0.1.0"
-requires-python = ">=3.10"
-dependencies = ["dagster", "assetlake-dagster"]
-
-[tool.dg]
-directory_type = "project"
-
-[tool.dg.project]
-root_module = "lakeproj"
-"""
-DEFINITIONS = """\
-from pathlib import Path
-
-from dagster import definitions, load_from_defs_folder
-
-
-@definitions
-def defs():
-    return load_from_defs_folder(path_within_project=Path(__file__).parent)
-"""
 PLAIN = """\
 import dagster as dg
 
@@ -66,19 +47,13 @@ SELECT count(*) AS n FROM analytics.example
 
 @pytest.fixture
 def project(tmp_path):
-    """A ``dg`` project (what ``create-dagster project`` makes, minus its virtualenv: the
+    """A ``dg`` project made by ``create-dagster project`` (without its own virtualenv: the
     project runs in this interpreter's) and the environment ``dg`` runs in."""
-    root = tmp_path / "lakeproj"
-    package = root / "src" / "lakeproj"
-    (package / "defs").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (package / "__init__.py").write_text("")
-    (package / "defs" / "__init__.py").write_text("")
-    (package / "definitions.py").write_text(DEFINITIONS)
+    bin_dir = os.path.dirname(sys.executable)
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    bin_dir = os.path.dirname(sys.executable)
+    root = tmp_path / "lakeproj"
     env = cli_env(  # the suite's warm engine, as a user's CLI call would
         PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""),
         VIRTUAL_ENV=os.path.dirname(bin_dir),
@@ -86,6 +61,12 @@ def project(tmp_path):
         PYTHONPATH=str(root / "src"),  # the project's package, as its editable install would
         ASSETLAKE_LAKE_ROOT=str(tmp_path / "lake"),
     )
+    created = subprocess.run(
+        [os.path.join(bin_dir, "create-dagster"), "project", "--no-uv-sync", str(root)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert created.returncode == 0, created.stdout + created.stderr
+    assert (root / "src" / "lakeproj" / "definitions.py").is_file() and (root / "src" / "lakeproj" / "defs").is_dir()
     return root, env
 
 
@@ -143,3 +124,40 @@ def test_launch_materializes_the_assets_into_delta(project, tmp_path):
     assert deltalake.DeltaTable(str(tmp_path / "lake" / "analytics" / "totals")).to_pyarrow_table().to_pylist() == [
         {"n": 1}
     ]
+
+
+ASSET_NODES = "{ assetNodes { assetKey { path } hasAssetChecks } }"
+SCHEDULES = """{ schedulesOrError(repositorySelector: {repositoryLocationName: "lakeproj", repositoryName: "__repository__"})
+  { ... on Schedules { results { name } } ... on PythonError { message } } }"""
+
+
+def test_dg_dev_serves_the_assets_their_check_and_schedule(project, tmp_path):
+    root, env = project
+    dg(project, "scaffold", "defs", TYPE, "lake")
+    (root / "src" / "lakeproj" / "defs" / "lake" / "sql" / "totals.sql").write_text(TOTALS)
+    port = free_port()
+    log_path = tmp_path / "dg_dev.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [os.path.join(os.path.dirname(sys.executable), "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        deadline, nodes = time.monotonic() + 180, []
+        while time.monotonic() < deadline and not nodes:
+            assert proc.poll() is None, log_path.read_text()[-3000:]
+            try:
+                nodes = graphql(port, ASSET_NODES)["data"]["assetNodes"]
+            except (OSError, KeyError, TypeError):
+                time.sleep(1)
+        assert sorted("/".join(n["assetKey"]["path"]) for n in nodes) == ["analytics/example", "analytics/totals"]
+        assert [n["hasAssetChecks"] for n in sorted(nodes, key=lambda n: n["assetKey"]["path"])] == [False, True]
+        schedules = graphql(port, SCHEDULES)["data"]["schedulesOrError"]
+        assert [s["name"] for s in schedules["results"]] == ["analytics__totals_schedule"], schedules
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
