@@ -14,6 +14,13 @@ from assetlake_dagster.automation import generated_definitions
 from assetlake_dagster.maintenance import MaintainDefaults, maintain_defaults, maintained_spec, maintenance_definitions
 from assetlake_dagster.code_references import link_to_git
 from assetlake_dagster.external import external_table_asset
+from assetlake_dagster.freshness import (
+    SourceFreshness,
+    freshness_sensor,
+    partition_deadline_checks,
+    source_freshness_checks,
+    source_freshness_defaults,
+)
 from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.neighbours import NeighbourTable, resolve_neighbours
 from assetlake_dagster.project import load_project
@@ -57,6 +64,7 @@ def build_definitions(
     executor: Optional[dg.ExecutorDefinition] = dg.in_process_executor,
     maintain: MaintainDefaults = None,
     neighbours: Sequence[NeighbourTable] = (),
+    source_freshness: SourceFreshness = None,
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -104,6 +112,11 @@ def build_definitions(
             depends on that project's asset instead of becoming an external asset here,
             and a table (or asset key) both produce is a located :class:`ProjectError`.
 
+        source_freshness: dbt's "source freshness" for the external tables: the text of a
+            ``-- freshness`` line (``"fail=26h"``, ``"cron 0 9 * * * lower_bound=1h"``) for
+            every external table, or texts by ``schema.table`` with ``"*"`` for the rest. Each
+            becomes a freshness check fed by the table's observed last commit.
+
     Returns:
         Definitions with the assets, the Spark resource under ``spark_resource_key``, the Delta IO manager under
         ``io_manager_key``, and the ``executor``;
@@ -139,8 +152,13 @@ def build_definitions(
     for spec in project.assets:
         for up in spec.upstreams:
             readers.setdefault(up.uri, []).append(spec.uri.sql_name)
-    external = [
-        external_table_asset(translator, uri, readers.get(uri), lake, io_manager_key) for uri in project.external
+    external_by_table = {
+        uri: external_table_asset(translator, uri, readers.get(uri), lake, io_manager_key) for uri in project.external
+    }
+    external = list(external_by_table.values())
+    freshness_checks = [
+        *partition_deadline_checks(list(zip(project.assets, sql_assets))),
+        *source_freshness_checks(external_by_table, source_freshness_defaults(source_freshness)),
     ]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.
@@ -148,12 +166,16 @@ def build_definitions(
     watch = build_watch_sensor(project, keys_by_table, lake, assets=[*sql_assets, *extra])
     if watch is not None and all(s.name != watch.name for s in sensors):
         sensors.append(watch)  # a sensor of yours under its name replaces it
+    checks_sensor = freshness_sensor(freshness_checks)
+    if checks_sensor is not None and all(s.name != checks_sensor.name for s in sensors):
+        sensors.append(checks_sensor)
     generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
     defaults = maintain_defaults(maintain)
     with_maintenance = [maintained_spec(spec, translator.get_group_name(spec), defaults) for spec in project.assets]
     maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], spark_resource_key) for spec in with_maintenance if spec]
     return dg.Definitions(
         assets=[*sql_assets, *external, *extra],
+        asset_checks=freshness_checks,
         schedules=[*schedules, *generated.schedules, *(schedule for _, schedule in maintained)],
         sensors=[*sensors, *generated.sensors],
         jobs=[*jobs, *generated.jobs, *(job for job, _ in maintained)],

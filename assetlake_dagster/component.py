@@ -170,6 +170,11 @@ class AssetlakeProjectComponent(Component, Resolvable):
         metadata={"description": "Scheduled OPTIMIZE/VACUUM for tables without a '-- maintain' line: that "
                   "line's text, or texts by group name ('*': every other group)."},
     )
+    source_freshness: Optional[Union[str, dict[str, str]]] = field(
+        default=None,
+        metadata={"description": "Freshness checks of the external tables: a '-- freshness' line's text "
+                  "('fail=26h'), or texts by schema.table ('*': every other one)."},
+    )
 
     @classmethod
     def load(cls, attributes: Optional[BaseModel], context: ComponentLoadContext) -> "AssetlakeProjectComponent":
@@ -246,6 +251,7 @@ class AssetlakeProjectComponent(Component, Resolvable):
             io_manager_key=self.io_manager_key,
             spark_resource_key=self.spark_resource_key,
             maintain=self.maintain,
+            source_freshness=self.source_freshness,
             neighbours=self.neighbour_tables(context),
             executor=None,  # the code location's: a component does not choose it for the others
         )

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogUnreadableError, TableMetadata
+from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogError, DeltaLogUnreadableError, TableMetadata
 from assetlake_dagster.io_manager import TABLE_METADATA_KEY
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.materialization import column_schema
@@ -63,13 +63,23 @@ def external_table_asset(
     def observe() -> dg.ObserveResult:
         # The log is read where the lake is (local disk or an object store), without Spark.
         log = DeltaLog.open(lake.table_path(uri), lake.files)
-        return dg.ObserveResult(
-            asset_key=spec.key,
-            data_version=dg.DataVersion(str(log.latest_version)),
-            metadata={"delta_version": log.latest_version, **catalog_metadata(uri, log)},
-        )
+        metadata = {"delta_version": log.latest_version, **catalog_metadata(uri, log), **last_updated(log)}
+        return dg.ObserveResult(asset_key=spec.key, data_version=dg.DataVersion(str(log.latest_version)), metadata=metadata)
 
     return observe
+
+
+#: The observation's time of the table's last commit, which Dagster's freshness checks read.
+LAST_UPDATED_KEY = "dagster/last_updated_timestamp"
+
+
+def last_updated(log: DeltaLog) -> dict[str, Any]:
+    """``{LAST_UPDATED_KEY: <the latest commit's time>}``, or nothing when its log entry is gone."""
+    try:
+        (commit,) = log.read_commits(log.latest_version - 1, up_to=log.latest_version)
+    except (DeltaLogError, ValueError):
+        return {}
+    return {LAST_UPDATED_KEY: dg.MetadataValue.timestamp(commit.timestamp)}
 
 
 def catalog_metadata(uri: TableUri, log: DeltaLog) -> dict[str, Any]:

@@ -77,7 +77,7 @@ import dagster as dg
 
 from assetlake_dagster.dagster_internals import DATA_VERSION_TAG, is_materializable
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.external import catalog_metadata
+from assetlake_dagster.external import LAST_UPDATED_KEY, catalog_metadata
 from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogError, PartitionValues
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
@@ -357,6 +357,8 @@ class _Tick:
         last = commits[-1] if commits else change.last_commit
         if last is not None:
             metadata["commit_timestamp"] = dg.MetadataValue.timestamp(last.timestamp)
+            # What Dagster's freshness checks read of an observation (source_freshness).
+            metadata[LAST_UPDATED_KEY] = dg.MetadataValue.timestamp(last.timestamp)
             metadata["operation"] = last.operation
         if change.baseline:
             description = f"{table.uri} is at version {change.version} (first look: the baseline)."

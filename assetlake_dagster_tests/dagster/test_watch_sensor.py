@@ -192,6 +192,8 @@ def test_first_tick_records_the_baseline_and_requests_nothing(watch):
     assert observation.tags == {DATA_VERSION_TAG: "1"}
     assert observation.metadata["delta_version"].value == 1
     assert observation.metadata["operation"].value == "WRITE"
+    # What Dagster's freshness checks read (source_freshness): the commit's time, not the tick's.
+    assert observation.metadata["dagster/last_updated_timestamp"] == observation.metadata["commit_timestamp"]
     # What the UI shows as the external asset's data version.
     assert latest_data_version(watch.instance, LANDING) == "1"
     assert any("version 1 is the baseline" in m for m in first.logs.at(logging.INFO))

@@ -352,3 +352,13 @@ def test_an_asset_key_two_components_translate_to_is_a_located_error():
         message = str(_project_error(raised))
         assert "orders.sql:1:16: the asset key orders is also delta://" in message
         assert "change one project's translation of the key" in message
+
+
+def test_source_freshness_gives_the_external_tables_a_freshness_check():
+    attributes = {"project": "sql", "source_freshness": {"raw.events": "fail=2h"}}
+    sql = {"totals.sql": "-- materialize delta://mart/totals\nSELECT count(*) AS n FROM raw.events\n"}
+    with create_defs_folder_sandbox() as sandbox:
+        path = _write_component(sandbox.defs_folder_path, "lake", attributes, sql)
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            assert _names(defs)["checks"] == ["raw/events:freshness_check"]
+            assert "assetlake_freshness_checks" in _names(defs)["sensors"]
