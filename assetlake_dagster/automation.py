@@ -94,7 +94,11 @@ def automation_condition(spec: AutomationSpec) -> dg.AutomationCondition:
 
 
 def automation_sensor(
-    assets: Iterable[AssetLike], sensors: Iterable[dg.SensorDefinition] = ()
+    assets: Iterable[AssetLike],
+    sensors: Iterable[dg.SensorDefinition] = (),
+    *,
+    own_assets_only: bool = False,
+    name: str = AUTOMATION_SENSOR_NAME,
 ) -> Optional[dg.AutomationConditionSensorDefinition]:
     """The sensor evaluating the automation conditions of ``assets``, if any asset has one.
 
@@ -102,6 +106,9 @@ def automation_sensor(
         assets: every asset of the definitions.
         sensors: your sensors; the assets your own automation condition sensors target
             are left to them.
+        own_assets_only: target ``assets`` only, not every asset of the code location
+            (the component: the project's other assets are not its business).
+        name: the sensor's name.
 
     Example:
         >>> automation_sensor([dg.AssetSpec("a", automation_condition=dg.AutomationCondition.eager())]).name
@@ -109,14 +116,15 @@ def automation_sensor(
     """
     if not any(condition is not None for condition in _conditions(assets)):
         return None
-    target = dg.AssetSelection.all()
+    assets = list(assets)
+    target = dg.AssetSelection.assets(*_keys(assets)) if own_assets_only else dg.AssetSelection.all()
     for sensor in sensors:
         if isinstance(sensor, dg.AutomationConditionSensorDefinition):
             selection = sensor_asset_selection(sensor)
             if selection is not None:
                 target = target - selection
     return dg.AutomationConditionSensorDefinition(
-        AUTOMATION_SENSOR_NAME,
+        name,
         target=target,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Evaluates the automation conditions of the assets ('-- automation' lines).",
@@ -140,6 +148,8 @@ def generated_definitions(
     jobs: Iterable = (),
     schedules: Iterable = (),
     sensors: Iterable = (),
+    own_assets_only: bool = False,
+    name_suffix: str = "",
 ) -> GeneratedDefinitions:
     """A job per group, a schedule per ``-- schedule`` bucket and the automation sensor.
 
@@ -149,6 +159,8 @@ def generated_definitions(
         other_assets: the Python assets (and any other asset of the definitions).
         jobs, schedules, sensors: yours; a group job, schedule or sensor of yours under a
             generated name replaces the generated one.
+        own_assets_only: the automation sensor and the group jobs target these assets only.
+        name_suffix: appended to every generated name (jobs, schedules, the sensor).
 
     Example:
         >>> generated = generated_definitions(project.assets, sql_assets, python_assets)  # doctest: +SKIP
@@ -160,10 +172,15 @@ def generated_definitions(
     entries += [entry for asset in other_assets for entry in _python_entries(asset)]
     check_generated_names(entries)
     taken = {schedule.name for schedule in schedules}
-    scheduled = [(job, schedule) for job, schedule in asset_schedules(entries) if schedule.name not in taken]
-    sensor = automation_sensor([*sql_assets, *other_assets], sensors)
+    scheduled = [(job, schedule) for job, schedule in asset_schedules(entries, suffix=name_suffix) if schedule.name not in taken]
+    sensor = automation_sensor(
+        [*sql_assets, *other_assets], sensors, own_assets_only=own_assets_only, name=AUTOMATION_SENSOR_NAME + name_suffix
+    )
     return GeneratedDefinitions(
-        jobs=(*without_replaced(group_jobs(entries), jobs), *(job for job, _ in scheduled)),
+        jobs=(
+            *without_replaced(group_jobs(entries, suffix=name_suffix, own_assets_only=own_assets_only), jobs),
+            *(job for job, _ in scheduled),
+        ),
         schedules=tuple(schedule for _, schedule in scheduled),
         sensors=tuple(without_replaced([sensor] if sensor is not None else [], sensors)),
     )
@@ -199,3 +216,13 @@ def _conditions(assets: Iterable[AssetLike]) -> Iterable[Optional[dg.AutomationC
         elif isinstance(asset, dg.AssetsDefinition):
             for key in asset.keys:
                 yield asset.get_asset_spec(key).automation_condition
+
+
+def _keys(assets: Sequence[AssetLike]) -> list[dg.AssetKey]:
+    keys: list[dg.AssetKey] = []
+    for asset in assets:
+        if isinstance(asset, dg.AssetsDefinition):
+            keys.extend(asset.keys)
+        elif isinstance(asset, (dg.AssetSpec, dg.SourceAsset)):
+            keys.append(asset.key)
+    return keys

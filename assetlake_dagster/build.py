@@ -15,6 +15,7 @@ from assetlake_dagster.maintenance import MaintainDefaults, maintain_defaults, m
 from assetlake_dagster.code_references import link_to_git
 from assetlake_dagster.external import external_table_asset
 from assetlake_dagster.freshness import (
+    FRESHNESS_SENSOR_NAME,
     SourceFreshness,
     freshness_sensor,
     partition_deadline_checks,
@@ -27,7 +28,7 @@ from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.translator import AssetlakeTranslator
-from assetlake_dagster.watch import build_watch_sensor
+from assetlake_dagster.watch import WATCH_SENSOR_NAME, build_watch_sensor
 
 
 @contextlib.contextmanager
@@ -65,6 +66,8 @@ def build_definitions(
     maintain: MaintainDefaults = None,
     neighbours: Sequence[NeighbourTable] = (),
     source_freshness: SourceFreshness = None,
+    own_assets_only: bool = False,
+    name_suffix: str = "",
 ) -> dg.Definitions:
     """Turn a folder of annotated SQL files (plus Python assets) into Dagster definitions.
 
@@ -117,6 +120,11 @@ def build_definitions(
             every external table, or texts by ``schema.table`` with ``"*"`` for the rest. Each
             becomes a freshness check fed by the table's observed last commit.
 
+        own_assets_only: the automation sensor and the group jobs target these definitions'
+            assets only, not every asset of the code location (the component sets it).
+        name_suffix: appended to every generated name (jobs, schedules, sensors): the
+            component sets ``__<its folder>`` when the project has other assetlake components.
+
     Returns:
         Definitions with the assets, the Spark resource under ``spark_resource_key``, the Delta IO manager under
         ``io_manager_key``, and the ``executor``;
@@ -163,13 +171,16 @@ def build_definitions(
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
     # External tables: observed from their Delta logs, their readers run on new commits.
     # Readers as the definitions have them: a translator's partitions and deps, Python assets.
-    watch = build_watch_sensor(project, keys_by_table, lake, assets=[*sql_assets, *extra])
+    watch = build_watch_sensor(project, keys_by_table, lake, assets=[*sql_assets, *extra], name=WATCH_SENSOR_NAME + name_suffix)
     if watch is not None and all(s.name != watch.name for s in sensors):
         sensors.append(watch)  # a sensor of yours under its name replaces it
-    checks_sensor = freshness_sensor(freshness_checks)
+    checks_sensor = freshness_sensor(freshness_checks, name=FRESHNESS_SENSOR_NAME + name_suffix)
     if checks_sensor is not None and all(s.name != checks_sensor.name for s in sensors):
         sensors.append(checks_sensor)
-    generated = generated_definitions(project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors)
+    generated = generated_definitions(
+        project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors,
+        own_assets_only=own_assets_only, name_suffix=name_suffix,
+    )
     defaults = maintain_defaults(maintain)
     with_maintenance = [maintained_spec(spec, translator.get_group_name(spec), defaults) for spec in project.assets]
     maintained = [maintenance_definitions(spec, keys_by_table[spec.uri], spark_resource_key) for spec in with_maintenance if spec]

@@ -9,6 +9,7 @@ and it sets no executor. ``post_processing`` is the ``defs.yaml`` key every comp
 """
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,6 +221,17 @@ class AssetlakeProjectComponent(Component, Resolvable):
         settings = self.spark.model_dump(exclude_none=True) if self.spark else {}
         return {"lake_root": self.lake_root, **settings}
 
+    def _name_suffix(self, context: ComponentLoadContext) -> str:
+        """``__<folder>`` for the generated names when the project has other assetlake
+        components (each makes its own group jobs and sensors); none when it is alone."""
+        if not _siblings(self, context):
+            return ""
+        try:
+            folder = Path(context.path).relative_to(context.defs_module_path).as_posix()
+        except ValueError:
+            folder = Path(context.path).name
+        return "__" + re.sub(r"[^A-Za-z0-9_]", "_", folder.replace("/", "__"))
+
     def _check_resource_keys(self, context: ComponentLoadContext) -> None:
         """Refuse what Dagster would refuse later without naming the components: a sibling
         with other ``lake_root``/``spark`` settings under one of the same resource keys."""
@@ -252,6 +264,8 @@ class AssetlakeProjectComponent(Component, Resolvable):
             spark_resource_key=self.spark_resource_key,
             maintain=self.maintain,
             source_freshness=self.source_freshness,
+            own_assets_only=True,  # the automation sensor and group jobs: not the others' assets
+            name_suffix=self._name_suffix(context),
             neighbours=self.neighbour_tables(context),
             executor=None,  # the code location's: a component does not choose it for the others
         )

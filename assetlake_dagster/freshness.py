@@ -134,10 +134,12 @@ def source_freshness_checks(
     return checks
 
 
-def freshness_sensor(checks: Sequence[dg.AssetChecksDefinition]) -> Optional[dg.SensorDefinition]:
+def freshness_sensor(
+    checks: Sequence[dg.AssetChecksDefinition], name: str = FRESHNESS_SENSOR_NAME
+) -> Optional[dg.SensorDefinition]:
     """The running sensor that launches the freshness checks when they are due; ``None`` for none."""
     if not checks:
         return None
     return dg.build_sensor_for_freshness_checks(
-        freshness_checks=checks, name=FRESHNESS_SENSOR_NAME, default_status=dg.DefaultSensorStatus.RUNNING
+        freshness_checks=checks, name=name, default_status=dg.DefaultSensorStatus.RUNNING
     )

@@ -83,8 +83,11 @@ class AssetEntry:
         return self.key.to_user_string()
 
 
-def group_jobs(entries: Sequence[AssetEntry]) -> list[AssetJob]:
+def group_jobs(entries: Sequence[AssetEntry], *, suffix: str = "", own_assets_only: bool = False) -> list[AssetJob]:
     """One job per group, split by partitions definition when Dagster requires it.
+
+    ``suffix`` ends each name; ``own_assets_only`` selects the group's assets among
+    ``entries`` rather than the whole group of the code location (the component's case).
 
     Example:
         >>> daily = dg.DailyPartitionsDefinition("2026-01-01")
@@ -93,7 +96,7 @@ def group_jobs(entries: Sequence[AssetEntry]) -> list[AssetJob]:
         ['sales_job']
     """
     return [
-        dg.define_asset_job(plan.name, selection=plan.selection, description=plan.description)
+        dg.define_asset_job(plan.name + suffix, selection=plan.own if own_assets_only else plan.selection, description=plan.description)
         for plan in _group_job_plans(entries)
     ]
 
@@ -105,6 +108,8 @@ class _JobPlan:
     description: str
     #: What the name stands for, for the clash error ("the group 'sales' (s/a in a.sql:1)").
     origin: str
+    #: The same assets, named one by one: the group's assets among the entries.
+    own: dg.AssetSelection
 
 
 def _group_job_plans(entries: Sequence[AssetEntry]) -> list[_JobPlan]:
@@ -116,14 +121,15 @@ def _group_job_plans(entries: Sequence[AssetEntry]) -> list[_JobPlan]:
         partitioned = [p for p in by_partitions if p is not None]
         if len(partitioned) <= 1:
             description = f"Every asset of the group '{group}'."
-            plans.append(_JobPlan(f"{base}_job", dg.AssetSelection.groups(group), description, origin))
+            own = dg.AssetSelection.assets(*(m.key for m in members))
+            plans.append(_JobPlan(f"{base}_job", dg.AssetSelection.groups(group), description, origin, own))
             continue
         for partitions_def, suffix in _cadence_names(by_partitions).items():
             keys = [m.key for m in by_partitions[partitions_def]]
             name = f"{base}_{suffix}_job" if suffix else f"{base}_job"
             what = f"partitioned {partitions_def}" if partitions_def is not None else "unpartitioned"
             description = f"The {what} assets of the group '{group}'."
-            plans.append(_JobPlan(name, dg.AssetSelection.assets(*keys), description, origin))
+            plans.append(_JobPlan(name, dg.AssetSelection.assets(*keys), description, origin, dg.AssetSelection.assets(*keys)))
     return plans
 
 
@@ -173,8 +179,9 @@ def _at(entry: AssetEntry, where: str) -> str:
     return entry.sort_key + (f" in {where}" if where else "")
 
 
-def asset_schedules(entries: Sequence[AssetEntry]) -> list[tuple[AssetJob, dg.ScheduleDefinition]]:
-    """A schedule (and its job) per bucket of assets sharing group, cron, zone and partitions.
+def asset_schedules(entries: Sequence[AssetEntry], *, suffix: str = "") -> list[tuple[AssetJob, dg.ScheduleDefinition]]:
+    """A schedule (and its job) per bucket of assets sharing group, cron, zone and partitions
+    (``suffix`` ends each name).
 
     Example:
         >>> entry = AssetEntry(dg.AssetKey(["analytics", "orders"]), "sales", schedule=ScheduleSpec("0 2 * * *"))
@@ -183,12 +190,13 @@ def asset_schedules(entries: Sequence[AssetEntry]) -> list[tuple[AssetJob, dg.Sc
     """
     found = []
     for b in _schedule_buckets(entries):
+        name = b.name + suffix
         job = dg.define_asset_job(
-            f"{b.name}_job",
+            f"{b.name}_job{suffix}",
             selection=dg.AssetSelection.assets(*(m.key for m in b.members)),
-            description=f"The assets of the schedule {b.name}.",
+            description=f"The assets of the schedule {name}.",
         )
-        found.append((job, _schedule(b.name, job, b.cron, b.tz, b.partitions_def, b.members)))
+        found.append((job, _schedule(name, job, b.cron, b.tz, b.partitions_def, b.members)))
     return found
 
 

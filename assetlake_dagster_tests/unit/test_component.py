@@ -362,3 +362,42 @@ def test_source_freshness_gives_the_external_tables_a_freshness_check():
         with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
             assert _names(defs)["checks"] == ["raw/events:freshness_check"]
             assert "assetlake_freshness_checks" in _names(defs)["sensors"]
+
+
+def test_two_components_with_one_group_automation_and_external_tables_load_with_names_of_their_own():
+    """Each makes its group job, schedule and sensors: with a sibling, under its folder's name;
+    its automation sensor and group job target its own assets (not the other's, nor a plain asset)."""
+    sql = """\
+        -- materialize delta://analytics/{table}
+        -- automation eager
+        -- schedule 0 6 * * *
+        SELECT count(*) AS n FROM raw.{source}
+    """
+    plain = textwrap.dedent("""\
+        import dagster as dg
+
+        @dg.asset(automation_condition=dg.AutomationCondition.eager())
+        def plain():
+            return 1
+    """)
+    with create_defs_folder_sandbox() as sandbox:
+        _write_component(sandbox.defs_folder_path, "lake_a", {"project": "sql"}, {"a.sql": sql.format(table="a", source="events")})
+        _write_component(sandbox.defs_folder_path, "lake_b", {"project": "sql"}, {"b.sql": sql.format(table="b", source="clicks")})
+        (sandbox.defs_folder_path / "plain.py").write_text(plain)
+        with sandbox.build_all_defs() as defs:
+            names = _names(defs)
+            assert names["jobs"] == [
+                "analytics__a_schedule_job__lake_a", "analytics__b_schedule_job__lake_b", "analytics_job__lake_a", "analytics_job__lake_b",
+            ]
+            assert names["schedules"] == ["analytics__a_schedule__lake_a", "analytics__b_schedule__lake_b"]
+            assert names["sensors"] == [
+                "assetlake_automation_sensor__lake_a", "assetlake_automation_sensor__lake_b",
+                "assetlake_watch_external_tables__lake_a", "assetlake_watch_external_tables__lake_b",
+                "default_automation_condition_sensor",  # Dagster's, for the plain asset no sensor of ours targets
+            ]
+            repo = defs.get_repository_def()
+            graph = repo.asset_graph
+            automation_a = repo.get_sensor_def("assetlake_automation_sensor__lake_a")
+            assert automation_a.asset_selection.resolve(graph) == {dg.AssetKey(["analytics", "a"])}
+            job_b = repo.get_job("analytics_job__lake_b")
+            assert {key for key in job_b.asset_layer.selected_asset_keys} == {dg.AssetKey(["analytics", "b"])}
