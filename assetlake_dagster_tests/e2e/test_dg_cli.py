@@ -6,7 +6,7 @@ scaffolds it, validates the project (``dg check defs``) and lists what it define
 defs``) beside a plain ``@asset`` with its own IO manager and executor, all without Spark
 (loading the definitions starts none); ``dg launch`` materializes two SQL assets into Delta
 under the project's executor (Dagster's default: a process per step) on the suite's warm engine;
-and ``dg dev`` serves the assets, their check and schedule in the webserver.
+and ``dg dev`` serves the assets, their check, schedule and freshness policy in the webserver.
 """
 
 import json
@@ -40,6 +40,7 @@ TOTALS = """\
 -- materialize delta://analytics/totals
 -- data_test not_null n
 -- schedule 0 6 * * *
+-- freshness fail=26h warn=24h
 
 SELECT count(*) AS n FROM analytics.example
 """
@@ -126,12 +127,13 @@ def test_launch_materializes_the_assets_into_delta(project, tmp_path):
     ]
 
 
-ASSET_NODES = "{ assetNodes { assetKey { path } hasAssetChecks } }"
+ASSET_NODES = """{ assetNodes { assetKey { path } hasAssetChecks
+  internalFreshnessPolicy { ... on TimeWindowFreshnessPolicy { failWindowSeconds warnWindowSeconds } } } }"""
 SCHEDULES = """{ schedulesOrError(repositorySelector: {repositoryLocationName: "lakeproj", repositoryName: "__repository__"})
   { ... on Schedules { results { name } } ... on PythonError { message } } }"""
 
 
-def test_dg_dev_serves_the_assets_their_check_and_schedule(project, tmp_path):
+def test_dg_dev_serves_the_assets_their_check_schedule_and_freshness(project, tmp_path):
     root, env = project
     dg(project, "scaffold", "defs", TYPE, "lake")
     (root / "src" / "lakeproj" / "defs" / "lake" / "sql" / "totals.sql").write_text(TOTALS)
@@ -151,7 +153,11 @@ def test_dg_dev_serves_the_assets_their_check_and_schedule(project, tmp_path):
             except (OSError, KeyError, TypeError):
                 time.sleep(1)
         assert sorted("/".join(n["assetKey"]["path"]) for n in nodes) == ["analytics/example", "analytics/totals"]
-        assert [n["hasAssetChecks"] for n in sorted(nodes, key=lambda n: n["assetKey"]["path"])] == [False, True]
+        example, totals = sorted(nodes, key=lambda n: n["assetKey"]["path"])
+        assert (example["hasAssetChecks"], totals["hasAssetChecks"]) == (False, True)
+        # What the UI's freshness badge shows: the '-- freshness' line's policy.
+        assert example["internalFreshnessPolicy"] is None
+        assert totals["internalFreshnessPolicy"] == {"failWindowSeconds": 26 * 3600, "warnWindowSeconds": 24 * 3600}
         schedules = graphql(port, SCHEDULES)["data"]["schedulesOrError"]
         assert [s["name"] for s in schedules["results"]] == ["analytics__totals_schedule"], schedules
     finally:
