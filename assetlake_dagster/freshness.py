@@ -81,8 +81,7 @@ def source_freshness_defaults(texts: SourceFreshness) -> dict[str, FreshnessSpec
         >>> sorted(source_freshness_defaults({"*": "fail=26h", "raw.events": "cron 0 9 * * * lower_bound=1h"}))
         ['*', 'raw.events']
     """
-    from assetlake_dagster.annotations import parse_header
-    from assetlake_dagster.errors import SourceText
+    from assetlake_dagster.annotations import parse_line_text
 
     if texts is None:
         return {}
@@ -92,10 +91,7 @@ def source_freshness_defaults(texts: SourceFreshness) -> dict[str, FreshnessSpec
         origin = f"source_freshness[{table!r}]"
         if table != EVERY_SOURCE and not _SOURCE_NAME_RE.fullmatch(table):
             raise ValueError(f"{origin}: '{table}' is not a table. Name it 'schema.table', or '*' for every external table.")
-        header, problems = parse_header(SourceText.of(origin, f"-- materialize delta://s/t\n-- freshness {text}\n"))
-        if problems:
-            raise ValueError("\n".join(p.render() for p in problems))
-        spec = header.fields["freshness"]
+        spec = parse_line_text("freshness", text, origin)
         if spec.warn is not None:
             raise ValueError(
                 f"{origin}: a source's freshness check has one severity: 'warn=' is not taken. Give 'fail=' only."

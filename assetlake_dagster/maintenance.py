@@ -62,20 +62,12 @@ def maintain_defaults(maintain: MaintainDefaults) -> dict[str, MaintainSpec]:
         >>> maintain_defaults("0 3 * * 0 vacuum=window")["*"].retain_hours is None
         True
     """
-    from assetlake_dagster.annotations import parse_header
-    from assetlake_dagster.errors import SourceText
+    from assetlake_dagster.annotations import parse_line_text
 
     if maintain is None:
         return {}
     texts = {EVERY_GROUP: maintain} if isinstance(maintain, str) else dict(maintain)
-    defaults = {}
-    for group, text in texts.items():
-        origin = f"maintain[{group!r}]"
-        header, problems = parse_header(SourceText.of(origin, f"-- materialize delta://s/t\n-- maintain {text}\n"))
-        if problems:
-            raise ValueError("\n".join(p.render() for p in problems))
-        defaults[group] = header.fields["maintain"]
-    return defaults
+    return {group: parse_line_text("maintain", text, f"maintain[{group!r}]") for group, text in texts.items()}
 
 
 def maintained_spec(spec: SqlAssetSpec, group: str, defaults: Mapping[str, MaintainSpec]) -> Optional[SqlAssetSpec]:

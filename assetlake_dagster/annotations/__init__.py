@@ -23,4 +23,5 @@ from assetlake_dagster.annotations.keywords import (
     KEYWORDS as KEYWORDS,
     LINE_PARSERS as LINE_PARSERS,
     parse_header as parse_header,
+    parse_line_text as parse_line_text,
 )

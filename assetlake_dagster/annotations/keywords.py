@@ -16,7 +16,7 @@ function in :data:`LINE_PARSERS`::
     -- column order_total <- delta://sales/orders.amount         -> column.py
 """
 
-from typing import Callable
+from typing import Any, Callable
 
 from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
 from assetlake_dagster.annotations import automation, catalog, freshness, layout, maintain
@@ -91,3 +91,21 @@ def parse_header(src: SourceText) -> tuple[Header, list[Diagnostic]]:
     check_materialized(draft)
     check_not_history(draft)
     return draft.header(body_start=length + 1, fields=field_values(draft)), draft.diagnostics
+
+
+def parse_line_text(keyword: str, text: str, origin: str) -> Any:
+    """The spec of one header line given as text in code (``build_definitions(maintain=…)``),
+    checked by the same grammar as a file's ``-- <keyword> <text>`` line.
+
+    Raises:
+        ValueError: the line's located messages, under ``origin`` (``maintain['raw']:2:16: …``).
+
+    Example:
+        >>> parse_line_text("maintain", "0 3 * * 0", "maintain['*']").cron
+        '0 3 * * 0'
+    """
+    header, problems = parse_header(SourceText.of(origin, f"-- materialize delta://s/t\n-- {keyword} {text}\n"))
+    if problems:
+        raise ValueError("\n".join(p.render() for p in problems))
+    return header.fields[keyword]
+
