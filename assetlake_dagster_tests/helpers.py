@@ -1,9 +1,12 @@
 """Helpers shared by the test modules (imported from here, never from another test module)."""
 
+import contextlib
 import importlib.util
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import urllib.request
 
@@ -77,6 +80,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_process_group(process: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM the process group ``process`` leads (started with ``start_new_session=True``),
+    SIGKILL it if the leader has not exited within ``timeout`` seconds, and reap the leader."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def graphql(port: int, query: str) -> dict:

@@ -7,13 +7,14 @@ keeps its buckets in memory and dies with the test run.
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from assetlake_dagster_tests.helpers import stop_process_group
 
 HOST = "127.0.0.1"
 #: Fixed test credentials: moto accepts any, the clients need some to sign requests.
@@ -90,13 +91,7 @@ def running_s3_server(log_path: str) -> Iterator[S3Server]:
             time.sleep(0.1)
         yield server
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process, timeout=10)
 
 
 @contextlib.contextmanager

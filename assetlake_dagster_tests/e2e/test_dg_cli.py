@@ -11,7 +11,6 @@ and ``dg dev`` serves the assets, their check, schedule and freshness policy in 
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ import time
 import deltalake
 import pytest
 
-from assetlake_dagster_tests.helpers import cli_env, free_port, graphql
+from assetlake_dagster_tests.helpers import cli_env, free_port, graphql, stop_process_group
 
 TYPE = "assetlake_dagster.AssetlakeProjectComponent"
 PLAIN = """\
@@ -161,9 +160,4 @@ def test_dg_dev_serves_the_assets_their_check_schedule_and_freshness(project, tm
         schedules = graphql(port, SCHEDULES)["data"]["schedulesOrError"]
         assert [s["name"] for s in schedules["results"]] == ["analytics__totals_schedule"], schedules
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, timeout=60)
