@@ -114,10 +114,10 @@ def automation_sensor(
         >>> automation_sensor([dg.AssetSpec("a", automation_condition=dg.AutomationCondition.eager())]).name
         'assetlake_automation_sensor'
     """
-    if not any(condition is not None for condition in _conditions(assets)):
+    specs = list(_specs(assets))
+    if not any(spec.automation_condition is not None for spec in specs):
         return None
-    assets = list(assets)
-    target = dg.AssetSelection.assets(*_keys(assets)) if own_assets_only else dg.AssetSelection.all()
+    target = dg.AssetSelection.assets(*(spec.key for spec in specs)) if own_assets_only else dg.AssetSelection.all()
     for sensor in sensors:
         if isinstance(sensor, dg.AutomationConditionSensorDefinition):
             selection = sensor_asset_selection(sensor)
@@ -209,20 +209,11 @@ def _python_entries(asset: AssetLike) -> list[AssetEntry]:
     return entries
 
 
-def _conditions(assets: Iterable[AssetLike]) -> Iterable[Optional[dg.AutomationCondition]]:
+def _specs(assets: Iterable[AssetLike]) -> Iterable[dg.AssetSpec]:
+    """The spec of every asset key of ``assets``."""
     for asset in assets:
         if isinstance(asset, dg.AssetSpec):
-            yield asset.automation_condition
+            yield asset
         elif isinstance(asset, dg.AssetsDefinition):
             for key in asset.keys:
-                yield asset.get_asset_spec(key).automation_condition
-
-
-def _keys(assets: Sequence[AssetLike]) -> list[dg.AssetKey]:
-    keys: list[dg.AssetKey] = []
-    for asset in assets:
-        if isinstance(asset, dg.AssetsDefinition):
-            keys.extend(asset.keys)
-        elif isinstance(asset, (dg.AssetSpec, dg.SourceAsset)):
-            keys.append(asset.key)
-    return keys
+                yield asset.get_asset_spec(key)

@@ -114,20 +114,18 @@ def build_definitions(
             (the component finds its sibling components'): a table read from one of them
             depends on that project's asset instead of becoming an external asset here,
             and a table (or asset key) both produce is a located :class:`ProjectError`.
-
         source_freshness: dbt's "source freshness" for the external tables: the text of a
             ``-- freshness`` line (``"fail=26h"``, ``"cron 0 9 * * * lower_bound=1h"``) for
             every external table, or texts by ``schema.table`` with ``"*"`` for the rest. Each
             becomes a freshness check fed by the table's observed last commit.
-
         own_assets_only: the automation sensor and the group jobs target these definitions'
             assets only, not every asset of the code location (the component sets it).
         name_suffix: appended to every generated name (jobs, schedules, sensors): the
             component sets ``__<its folder>`` when the project has other assetlake components.
 
     Returns:
-        Definitions with the assets, the Spark resource under ``spark_resource_key``, the Delta IO manager under
-        ``io_manager_key``, and the ``executor``;
+        Definitions with the assets, the Spark resource under ``spark_resource_key``, the
+        Delta IO manager under ``io_manager_key``, and the ``executor``;
         a job per group (``<group>_job``), a schedule per ``-- schedule`` line and, when
         an asset has an automation condition, the running ``assetlake_automation_sensor``
         (see :mod:`assetlake_dagster.schedules` and :mod:`assetlake_dagster.automation`);
@@ -172,11 +170,10 @@ def build_definitions(
     # External tables: observed from their Delta logs, their readers run on new commits.
     # Readers as the definitions have them: a translator's partitions and deps, Python assets.
     watch = build_watch_sensor(project, keys_by_table, lake, assets=[*sql_assets, *extra], name=WATCH_SENSOR_NAME + name_suffix)
-    if watch is not None and all(s.name != watch.name for s in sensors):
-        sensors.append(watch)  # a sensor of yours under its name replaces it
     checks_sensor = freshness_sensor(freshness_checks, name=FRESHNESS_SENSOR_NAME + name_suffix)
-    if checks_sensor is not None and all(s.name != checks_sensor.name for s in sensors):
-        sensors.append(checks_sensor)
+    for sensor in (watch, checks_sensor):
+        if sensor is not None and all(s.name != sensor.name for s in sensors):
+            sensors.append(sensor)  # a sensor of yours under its name replaces it
     generated = generated_definitions(
         project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors,
         own_assets_only=own_assets_only, name_suffix=name_suffix,
