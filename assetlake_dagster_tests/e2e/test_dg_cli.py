@@ -15,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import deltalake
 import pytest
@@ -33,7 +35,7 @@ def plain():
 
 @dg.definitions
 def defs():
-    return dg.Definitions(assets=[plain], resources={"io_manager": dg.mem_io_manager}, executor=dg.multiprocess_executor)
+    return dg.Definitions(assets=[plain], resources={"io_manager": dg.FilesystemIOManager()}, executor=dg.multiprocess_executor)
 """
 TOTALS = """\
 -- materialize delta://analytics/totals
@@ -45,10 +47,15 @@ SELECT count(*) AS n FROM analytics.example
 """
 
 
-@pytest.fixture
-def project(tmp_path):
-    """A ``dg`` project made by ``create-dagster project`` (without its own virtualenv: the
-    project runs in this interpreter's) and the environment ``dg`` runs in."""
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """One ``dg`` project for the module, made by ``create-dagster project`` (without its own
+    virtualenv: the project runs in this interpreter's), with the component scaffolded by
+    ``dg scaffold defs``, a second SQL file and a plain ``@asset`` beside it; and the
+    environment ``dg`` runs in. One project, not one per test: each ``dg`` process loads
+    Dagster anew (about 10 CPU-s), and the tests only read the project, except the last one,
+    which adds a bad file."""
+    tmp_path = tmp_path_factory.mktemp("dg")
     bin_dir = os.path.dirname(sys.executable)
     home = tmp_path / "dagster_home"
     home.mkdir()
@@ -67,27 +74,39 @@ def project(tmp_path):
     )
     assert created.returncode == 0, created.stdout + created.stderr
     assert (root / "src" / "lakeproj" / "definitions.py").is_file() and (root / "src" / "lakeproj" / "defs").is_dir()
-    return root, env
+    made = Project(root, env, tmp_path / "lake")
+    dg(made, "scaffold", "defs", TYPE, "lake")
+    made.scaffolded = sorted(p.name for p in made.component.rglob("*"))
+    (made.component / "sql" / "totals.sql").write_text(TOTALS)
+    (root / "src" / "lakeproj" / "defs" / "plain").mkdir()
+    (root / "src" / "lakeproj" / "defs" / "plain" / "defs.py").write_text(PLAIN)
+    return made
 
 
-def dg(project, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    root, env = project
+@dataclass
+class Project:
+    root: Path
+    env: dict
+    lake: Path
+    scaffolded: list = field(default_factory=list)  # what ``dg scaffold defs`` made
+
+    @property
+    def component(self) -> Path:
+        return self.root / "src" / "lakeproj" / "defs" / "lake"
+
+
+def dg(project: Project, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
     executable = os.path.join(os.path.dirname(sys.executable), "dg")
-    proc = subprocess.run([executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([executable, *args], cwd=project.root, env=project.env, capture_output=True, text=True,
+                          timeout=300)
     if ok:
         assert proc.returncode == 0, f"dg {' '.join(args)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
 
 def test_scaffold_check_and_list_beside_a_plain_asset(project):
-    root, _ = project
-    dg(project, "scaffold", "defs", TYPE, "lake")
-    lake = root / "src" / "lakeproj" / "defs" / "lake"
-    assert sorted(p.name for p in lake.rglob("*")) == ["defs.yaml", "example.sql", "sql"]
-    assert f"type: {TYPE}" in (lake / "defs.yaml").read_text()
-    (lake / "sql" / "totals.sql").write_text(TOTALS)
-    (root / "src" / "lakeproj" / "defs" / "plain").mkdir()
-    (root / "src" / "lakeproj" / "defs" / "plain" / "defs.py").write_text(PLAIN)
+    assert project.scaffolded == ["defs.yaml", "example.sql", "sql"]
+    assert f"type: {TYPE}" in (project.component / "defs.yaml").read_text()
 
     assert "All definitions loaded successfully" in dg(project, "check", "defs").stdout
     listed = json.loads(dg(project, "list", "defs", "--json").stdout)
@@ -97,31 +116,14 @@ def test_scaffold_check_and_list_beside_a_plain_asset(project):
     assert sorted(r["name"] for r in listed["resources"]) == ["assetlake_io_manager", "io_manager", "spark"]
 
 
-def test_check_defs_reports_a_located_sql_error(project):
-    root, _ = project
-    dg(project, "scaffold", "defs", TYPE, "lake")
-    bad = root / "src" / "lakeproj" / "defs" / "lake" / "sql" / "bad.sql"
-    bad.write_text(textwrap.dedent("""\
-        -- materialize delta://sales/orders kye=id
-        SELECT 1 AS id
-    """))
-    proc = dg(project, "check", "defs", ok=False)
-    assert proc.returncode != 0
-    output = proc.stdout + proc.stderr
-    assert "bad.sql:1:" in output and "kye=id" in output, output[-3000:]
-
-
-def test_launch_materializes_the_assets_into_delta(project, tmp_path):
-    root, _ = project
-    dg(project, "scaffold", "defs", TYPE, "lake")
-    (root / "src" / "lakeproj" / "defs" / "lake" / "sql" / "totals.sql").write_text(TOTALS)
+def test_launch_materializes_the_assets_into_delta(project):
     proc = dg(project, "launch", "--assets", "analytics/example,analytics/totals")
     output = proc.stdout + proc.stderr
     assert "RUN_SUCCESS" in output, output[-3000:]
-    assert deltalake.DeltaTable(str(tmp_path / "lake" / "analytics" / "example")).to_pyarrow_table().to_pylist() == [
+    assert deltalake.DeltaTable(str(project.lake / "analytics" / "example")).to_pyarrow_table().to_pylist() == [
         {"id": 1, "greeting": "hello"}
     ]
-    assert deltalake.DeltaTable(str(tmp_path / "lake" / "analytics" / "totals")).to_pyarrow_table().to_pylist() == [
+    assert deltalake.DeltaTable(str(project.lake / "analytics" / "totals")).to_pyarrow_table().to_pylist() == [
         {"n": 1}
     ]
 
@@ -133,15 +135,12 @@ SCHEDULES = """{ schedulesOrError(repositorySelector: {repositoryLocationName: "
 
 
 def test_dg_dev_serves_the_assets_their_check_schedule_and_freshness(project, tmp_path):
-    root, env = project
-    dg(project, "scaffold", "defs", TYPE, "lake")
-    (root / "src" / "lakeproj" / "defs" / "lake" / "sql" / "totals.sql").write_text(TOTALS)
     port = free_port()
     log_path = tmp_path / "dg_dev.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [os.path.join(os.path.dirname(sys.executable), "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=project.root, env=project.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     try:
         deadline, nodes = time.monotonic() + 180, []
@@ -151,8 +150,9 @@ def test_dg_dev_serves_the_assets_their_check_schedule_and_freshness(project, tm
                 nodes = graphql(port, ASSET_NODES)["data"]["assetNodes"]
             except (OSError, KeyError, TypeError):
                 time.sleep(1)
-        assert sorted("/".join(n["assetKey"]["path"]) for n in nodes) == ["analytics/example", "analytics/totals"]
-        example, totals = sorted(nodes, key=lambda n: n["assetKey"]["path"])
+        assert sorted("/".join(n["assetKey"]["path"]) for n in nodes) == ["analytics/example", "analytics/totals", "plain"]
+        example, totals = sorted((n for n in nodes if n["assetKey"]["path"][0] == "analytics"),
+                                 key=lambda n: n["assetKey"]["path"])
         assert (example["hasAssetChecks"], totals["hasAssetChecks"]) == (False, True)
         # What the UI's freshness badge shows: the '-- freshness' line's policy.
         assert example["internalFreshnessPolicy"] is None
@@ -161,3 +161,16 @@ def test_dg_dev_serves_the_assets_their_check_schedule_and_freshness(project, tm
         assert [s["name"] for s in schedules["results"]] == ["analytics__totals_schedule"], schedules
     finally:
         stop_process_group(proc, timeout=60)
+
+
+def test_check_defs_reports_a_located_sql_error(project):
+    """Last in the module: it leaves a bad file in the shared project."""
+    bad = project.component / "sql" / "bad.sql"
+    bad.write_text(textwrap.dedent("""\
+        -- materialize delta://sales/orders kye=id
+        SELECT 1 AS id
+    """))
+    proc = dg(project, "check", "defs", ok=False)
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert "bad.sql:1:" in output and "kye=id" in output, output[-3000:]
