@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, Optional
 
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.spark.install import with_archive
+from assetlake_dagster.spark.install import with_archive, with_throughput_gc
 from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, pyspark_home, with_delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -196,7 +196,8 @@ def _server_launch(
         conf["spark.sql.warehouse.dir"] = warehouse_dir
     conf.update(spark_conf or {})
     conf, class_path = class_path_jars(with_delta_jars(conf), master)
-    conf = with_archive(conf)  # the server's JVM maps the class-data archive
+    # The server's JVM: the throughput collector, and it maps the class-data archive.
+    conf = with_archive(with_throughput_gc(conf))
     command = [os.path.join(pyspark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
     command += ["--name", "assetlake Spark Connect", "--master", master]
     if conf.get("spark.jars"):

@@ -13,6 +13,7 @@ import contextlib
 import glob
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Mapping
 from importlib import metadata
@@ -234,6 +235,30 @@ def with_archive(conf: Mapping[str, str]) -> dict[str, str]:
         return dict(conf)  # none, or this JVM writes one (it may not map one then)
     options = f"-XX:SharedArchiveFile={path} {QUIET_ARCHIVE_OPTIONS}"
     return {**conf, JAVA_OPTIONS_CONF: f"{options} {own}".strip()}
+
+
+#: The collector of the JVMs assetlake starts (its engine, its in-process session): the
+#: throughput collector. A driver on small local data spends about half of its CPU compiling
+#: code, and G1's write barriers make every compiled method bigger: on this project's spark
+#: tests the same work took 7 % fewer CPU-seconds with it (docs/engine.md).
+THROUGHPUT_GC_OPTION = "-XX:+UseParallelGC"
+_COLLECTOR_OPTION = re.compile(r"-XX:[+]Use\w*GC\b")
+
+
+def with_throughput_gc(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` with :data:`THROUGHPUT_GC_OPTION` in ``spark.driver.extraJavaOptions``, unless
+    the caller's own options choose a collector (a JVM given two refuses to start).
+
+    Example:
+        >>> with_throughput_gc({})
+        {'spark.driver.extraJavaOptions': '-XX:+UseParallelGC'}
+        >>> with_throughput_gc({"spark.driver.extraJavaOptions": "-XX:+UseG1GC"})
+        {'spark.driver.extraJavaOptions': '-XX:+UseG1GC'}
+    """
+    own = conf.get(JAVA_OPTIONS_CONF, "").strip()
+    if _COLLECTOR_OPTION.search(own):
+        return dict(conf)
+    return {**conf, JAVA_OPTIONS_CONF: f"{THROUGHPUT_GC_OPTION} {own}".strip()}
 
 
 def _build_id(home: str) -> str:

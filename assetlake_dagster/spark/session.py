@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definit
     from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, with_archive, with_delta_jars
+from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, with_archive, with_delta_jars, with_throughput_gc
 
 def build_spark_session(
     *,
@@ -58,7 +58,8 @@ def build_spark_session(
     builder = builder.master(master)
     conf.update(spark_conf or {})
     conf, class_path = class_path_jars(with_delta_jars(conf), master)
-    conf = with_archive(conf)  # this process starts the JVM: it maps the class-data archive
+    # This process starts the JVM: the throughput collector, and it maps the class-data archive.
+    conf = with_archive(with_throughput_gc(conf))
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _launcher_env(class_path_env(class_path)):

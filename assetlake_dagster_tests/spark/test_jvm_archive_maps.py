@@ -47,3 +47,8 @@ def test_the_suites_own_session_has_delta_on_its_class_path_and_copies_no_jar(sp
     assert "delta-spark" in spark._jvm.java.lang.System.getProperty("java.class.path")
     copied = [name for name in os.listdir(SparkFiles.getRootDirectory()) if name.endswith(".jar")]
     assert copied == []
+
+
+def test_the_suites_own_session_runs_the_throughput_collector(spark):
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]

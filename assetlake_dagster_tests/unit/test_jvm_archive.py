@@ -1,4 +1,5 @@
-"""The class-data archive's options: where they go in a JVM's options, and when they do not."""
+"""The options assetlake gives the JVMs it starts: the class-data archive's (where they go,
+and when they do not) and the throughput collector."""
 
 import os
 import re
@@ -8,7 +9,7 @@ import pytest
 
 from assetlake_dagster.spark import jvm_archive
 from assetlake_dagster.spark.connect_server import server_command
-from assetlake_dagster.spark.install import JAVA_OPTIONS_CONF, archive_path, with_archive
+from assetlake_dagster.spark.install import JAVA_OPTIONS_CONF, THROUGHPUT_GC_OPTION, archive_path, with_archive, with_throughput_gc
 from assetlake_dagster.spark.install import delta_version
 
 
@@ -63,7 +64,27 @@ def test_another_java_names_another_archive(tmp_path, monkeypatch):
 def test_the_connect_server_maps_the_archive(archive):
     command = server_command(15002)
     options = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf" and command[i + 1].startswith(JAVA_OPTIONS_CONF)]
-    assert options == [f"{JAVA_OPTIONS_CONF}=-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"]
+    assert options == [
+        f"{JAVA_OPTIONS_CONF}=-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off {THROUGHPUT_GC_OPTION}"
+    ]
+
+
+def test_the_connect_server_keeps_a_collector_the_user_chose(archive):
+    command = server_command(15002, spark_conf={JAVA_OPTIONS_CONF: "-XX:+UseG1GC -Dx=1"})
+    options = next(command[i + 1] for i, arg in enumerate(command) if arg == "--conf" and command[i + 1].startswith(JAVA_OPTIONS_CONF))
+    assert options.endswith(" -XX:+UseG1GC -Dx=1") and THROUGHPUT_GC_OPTION not in options
+
+
+@pytest.mark.parametrize("own", ["", "-Dx=1", "-Xmx1g -Dlog4j2.configurationFile=file:/x"])
+def test_the_throughput_collector_goes_before_the_callers_options(own):
+    conf = with_throughput_gc({JAVA_OPTIONS_CONF: own, "spark.ui.enabled": "false"} if own else {})
+    assert conf[JAVA_OPTIONS_CONF] == f"{THROUGHPUT_GC_OPTION} {own}".strip()
+
+
+@pytest.mark.parametrize("chosen", ["-XX:+UseG1GC", "-XX:+UseSerialGC", "-XX:+UseZGC -Xmx2g", "-XX:+UseShenandoahGC"])
+def test_a_collector_the_caller_chose_is_kept_alone(chosen):
+    """Two collectors and the JVM refuses to start ("multiple garbage collectors selected")."""
+    assert with_throughput_gc({JAVA_OPTIONS_CONF: chosen}) == {JAVA_OPTIONS_CONF: chosen}
 
 
 def _spark_install(root, *jars):
