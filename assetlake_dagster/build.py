@@ -26,6 +26,7 @@ from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.neighbours import NeighbourTable, resolve_neighbours
 from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
+from assetlake_dagster.seed_assets import seed_asset
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.translator import AssetlakeTranslator
 from assetlake_dagster.watch import WATCH_SENSOR_NAME, build_watch_sensor
@@ -139,7 +140,10 @@ def build_definitions(
     translator = translator or AssetlakeTranslator()
     # The one load: every file's problems, the cross-file ones included, come from here.
     project = load_project(project_dir, python_assets=python_assets, load_python_files=load_python_files)
-    extra: list[AssetLike] = list(project.python_assets)
+    # Seeds are Python assets of ours: the same managed write, the same upstream resolution.
+    extra: list[AssetLike] = [
+        *project.python_assets, *(seed_asset(seed, spark_resource_key, io_manager_key) for seed in project.seeds)
+    ]
     # Every table of these definitions under its translated key: deps follow a translator
     # that renames keys (e.g. adds a prefix), so the graph has no phantom upstreams.
     keys_by_table = {spec.uri: translator.get_asset_key(spec) for spec in project.assets}

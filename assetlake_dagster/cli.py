@@ -27,7 +27,8 @@ def _validate(args: argparse.Namespace) -> int:
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
-    print(f"ok: {len(project.assets)} assets, {len(project.external)} external tables in {args.project_dir}")
+    seeds = f", {len(project.seeds)} seed{'s' if len(project.seeds) != 1 else ''}" if project.seeds else ""
+    print(f"ok: {len(project.assets)} assets{seeds}, {len(project.external)} external tables in {args.project_dir}")
     return 0
 
 

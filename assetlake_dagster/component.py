@@ -32,6 +32,7 @@ from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.neighbours import NeighbourTable
 from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import PythonAsset, python_tables
+from assetlake_dagster.seeds import seed_tables
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import SqlAssetSpec
 from assetlake_dagster.translator import AssetlakeTranslator
@@ -205,7 +206,7 @@ class AssetlakeProjectComponent(Component, Resolvable):
             for spec in project.assets:
                 where = str(spec.materialize.location or display_path(spec.path))
                 tables.append(NeighbourTable(spec.uri, translator.get_asset_key(spec), where, owner))
-            for table in python_tables([PythonAsset(asset) for asset in project.python_assets]):
+            for table in [*python_tables([PythonAsset(asset) for asset in project.python_assets]), *seed_tables(project.seeds)]:
                 tables.append(NeighbourTable(table.uri, table.key, table.describe(), owner))
         return tables
 

@@ -47,6 +47,7 @@ from assetlake_dagster.spec import (
 )
 from assetlake_dagster.parse_cache import ParseCache
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_reads, python_tables
+from assetlake_dagster.seeds import SeedSpec, load_seeds, seed_conflicts, seed_tables
 
 if TYPE_CHECKING:  # sqlglot loads when a file is parsed: a warm load takes every file from the cache
     from assetlake_dagster.sql_analysis import ColumnRef, SqlAnalysis
@@ -63,12 +64,14 @@ class Project:
             produces, sorted.
         python_assets: the Python assets checked with the SQL files: those passed in
             code, then those of the folder's ``*.py`` files.
+        seeds: the folder's ``*.csv`` files (:mod:`assetlake_dagster.seeds`), sorted by path.
     """
 
     root: str
     assets: tuple[SqlAssetSpec, ...]
     external: tuple[TableUri, ...]
     python_assets: tuple[AssetLike, ...] = ()
+    seeds: tuple[SeedSpec, ...] = ()
 
     def by_uri(self) -> dict[TableUri, SqlAssetSpec]:
         """The assets keyed by the table they materialize."""
@@ -81,7 +84,7 @@ def load_project(
     python_assets: Sequence[AssetLike] = (),
     load_python_files: bool = True,
 ) -> Project:
-    """Load every ``*.sql`` file under ``project_dir`` and check them together.
+    """Load every ``*.sql`` file and seed (``*.csv``) under ``project_dir`` and check them together.
 
     ``assetlake validate`` and ``build_definitions`` both load through here, so they
     report the same problems.
@@ -140,7 +143,11 @@ def load_project(
         found, problems = import_python_files(root)
         python.extend(found)
         diagnostics.extend(problems)
-    specs, external, problems = check_project(specs, sources, python_tables(python), python_reads(python))
+    seeds, problems = load_seeds(root)
+    diagnostics.extend(problems)
+    diagnostics.extend(seed_conflicts(seeds, python_tables(python)))
+    tables = [*python_tables(python), *seed_tables(seeds)]
+    specs, external, problems = check_project(specs, sources, tables, python_reads(python))
     diagnostics.extend(problems)
     if diagnostics:
         raise ProjectError(diagnostics)
@@ -149,6 +156,7 @@ def load_project(
         assets=tuple(sorted(specs, key=lambda s: s.path)),
         external=external,
         python_assets=tuple(asset.definition for asset in python),
+        seeds=tuple(seeds),
     )
 
 

@@ -48,10 +48,11 @@ class PythonTable:
     uri: TableUri
     key: dg.AssetKey
     path: Optional[str] = None
+    kind: str = "Python asset"  # or "seed" (a CSV file, seeds.py)
 
     def describe(self) -> str:
         where = f"in {display_path(self.path)}" if self.path else "passed to build_definitions"
-        return f"the Python asset {self.key.to_user_string()} {where}"
+        return f"the {self.kind} {self.key.to_user_string()} {where}"
 
 
 def import_python_files(project_dir: str) -> tuple[list[PythonAsset], list[Diagnostic]]:
