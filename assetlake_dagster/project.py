@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Optional
@@ -46,6 +45,7 @@ from assetlake_dagster.spec import (
     is_identifier,
 )
 from assetlake_dagster.parse_cache import ParseCache
+from assetlake_dagster.project_files import decode_utf8, discover_files, escaping_link, outside, read_bytes
 from assetlake_dagster.python_assets import AssetLike, PythonAsset, import_python_files, python_reads, python_tables
 from assetlake_dagster.seeds import SeedSpec, load_seeds, seed_conflicts, seed_tables
 
@@ -115,7 +115,7 @@ def load_project(
     cache = ParseCache.open(root)
     real_root = os.path.realpath(root)
     for path in discover_sql_files(root):
-        text, problem = _read(path) if not _outside(path, real_root) else ("", _escaping_link(path))
+        text, problem = _read(path) if not outside(path, real_root) else ("", escaping_link(path))
         if problem is not None:
             built[path] = (None, [problem], None)
             continue
@@ -177,7 +177,7 @@ def _load_custom_tests(
             continue
         where = test.location
         path = _resolve_test_path(spec, test)
-        if os.path.commonpath([path, root]) != root or _outside(path, os.path.realpath(root)):
+        if os.path.commonpath([path, root]) != root or outside(path, os.path.realpath(root)):
             # Real paths: a test file that is a symlink to outside the project is outside it.
             where_to = "" if os.path.commonpath([path, root]) != root else f" (a symlink to {os.path.realpath(path)})"
             problems.append(src.diagnostic(where.line, where.col, f"test file '{test.path}' is outside the project folder{where_to}.",
@@ -234,67 +234,12 @@ def discover_sql_files(root: str) -> list[str]:
         >>> discover_sql_files("/nonexistent")
         []
     """
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        found.extend(os.path.join(folder, f) for f in files if f.endswith(".sql"))
-    return sorted(found)
-
-
-def _outside(path: str, real_root: str) -> bool:
-    """Whether ``path`` resolves (symlinks followed) outside the project folder, whose real path
-    is ``real_root`` (resolved once by the caller, not once per file)."""
-    try:
-        real = os.path.realpath(path)
-    except ValueError:  # a NUL in a data_test path: no such file, reported as missing
-        return False
-    return os.path.commonpath([real, real_root]) != real_root
-
-
-def _escaping_link(path: str) -> Diagnostic:
-    return Diagnostic(
-        SourceLocation(display_path(path), 1, 1),
-        f"the file is a symlink to {os.path.realpath(path)}, outside the project folder.",
-        "Copy the file into the project, or point the link at a file inside the project.",
-    )
+    return discover_files(root, ".sql")
 
 
 def _read(path: str) -> tuple[str, Optional[Diagnostic]]:
-    shown = display_path(path)
-    try:
-        # Non-blocking open, then a check of what was opened: a named pipe called *.sql
-        # would otherwise block the loader (and `assetlake validate`) for ever.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as err:
-        return "", Diagnostic(SourceLocation(shown, 1), f"cannot read the file: {err.strerror}.")
-    with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            return "", Diagnostic(
-                SourceLocation(shown, 1),
-                f"the file is not a regular file ({_file_kind(mode)}), so it cannot be read as SQL.",
-                "Replace it with a regular file, or rename it so that its name does not end in .sql.",
-            )
-        try:
-            raw = handle.read()
-        except OSError as err:
-            return "", Diagnostic(SourceLocation(shown, 1), f"cannot read the file: {err.strerror}.")
-    try:
-        return raw.decode("utf-8"), None
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
-        return "", Diagnostic(
-            SourceLocation(shown, line, col),
-            f"the file is not valid UTF-8 (byte 0x{raw[err.start]:02x}).",
-            "Save it as UTF-8.",
-        )
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-             (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
-    return next((name for test, name in kinds if test(mode)), "a special file")
+    raw, problem = read_bytes(path, "SQL")
+    return ("", problem) if raw is None else decode_utf8(path, raw)
 
 
 def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diagnostic], SourceText]:

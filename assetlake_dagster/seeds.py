@@ -41,7 +41,8 @@ from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.errors import Diagnostic, SourceText, display_path
+from assetlake_dagster.errors import Diagnostic, SourceText
+from assetlake_dagster.project_files import decode_utf8, discover_files, escaping_link, outside, read_bytes
 from assetlake_dagster.python_assets import PythonTable
 from assetlake_dagster.spec import RESERVED_COLUMNS, TableUri, is_identifier, quote_identifier
 
@@ -96,19 +97,19 @@ class SeedSpec:
 
 def discover_seed_files(root: str) -> list[str]:
     """Every ``*.csv`` file under ``root``, recursively, sorted; hidden folders skipped."""
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(os.path.join(folder, f) for f in files if f.endswith(SEED_SUFFIX))
-    return sorted(found)
+    return discover_files(root, SEED_SUFFIX)
 
 
 def load_seeds(root: str) -> tuple[list[SeedSpec], list[Diagnostic]]:
-    """Parse every seed file under ``root``; the specs of the good ones and every problem."""
+    """Parse every seed file under ``root``; the specs of the good ones and every problem.
+
+    A file that resolves outside ``root`` (a symlink) or is not a regular file is refused.
+    """
     seeds: list[SeedSpec] = []
     problems: list[Diagnostic] = []
+    real_root = os.path.realpath(root)
     for path in discover_seed_files(root):
-        spec, found = read_seed(path)
+        spec, found = read_seed(path) if not outside(path, real_root) else (None, [escaping_link(path)])
         problems.extend(found)
         if spec is not None:
             seeds.append(spec)
@@ -116,20 +117,18 @@ def load_seeds(root: str) -> tuple[list[SeedSpec], list[Diagnostic]]:
 
 
 def read_seed(path: str) -> tuple[Optional[SeedSpec], list[Diagnostic]]:
-    """Read and parse one seed file (see :func:`parse_seed`)."""
-    shown = display_path(path)
-    size = os.path.getsize(path)
+    """Read and parse one seed file (see :func:`parse_seed`); UTF-8, a byte-order mark allowed."""
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
     if size > _MAX_SEED_BYTES:
         return None, [Diagnostic(SourceText.of(path, "").location(1), f"the seed is {size} bytes, more than a seed's "
                                  f"{_MAX_SEED_BYTES // (1024 * 1024)} MB.",
                                  "Seeds are for small reference data; load a bigger file with a Python asset.")]
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        return None, [Diagnostic(SourceText.of(path, "").location(1), f"{shown} is not UTF-8 ({err.reason} at byte "
-                                 f"{err.start}).", "Save the file as UTF-8.")]
+    data, problem = read_bytes(path, "a seed (CSV)")
+    if data is None:
+        return None, [problem]
+    text, problem = decode_utf8(path, data.removeprefix(b"\xef\xbb\xbf"))
+    if problem is not None:
+        return None, [problem]
     return parse_seed(path, text, code_version=hashlib.sha256(data).hexdigest()[:16])
 
 

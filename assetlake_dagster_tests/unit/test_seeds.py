@@ -168,9 +168,23 @@ def test_load_seeds_finds_every_csv_below_the_folder_and_hashes_its_bytes(tmp_pa
 def test_a_file_that_is_not_utf8_is_located(tmp_path):
     (tmp_path / "latin.csv").write_bytes("name\nFran\xe7ois\n".encode("latin-1"))
     _, problems = load_seeds(str(tmp_path))
-    assert [p.render() for p in problems] == [
-        f"{problems[0].location.path}:1:1: {problems[0].location.path} is not UTF-8 (invalid continuation byte at "
-        "byte 9). Save the file as UTF-8."
+    assert [p.render().split(": ", 1)[1] for p in problems] == ["the file is not valid UTF-8 (byte 0xe7). Save it as UTF-8."]
+    assert (problems[0].location.line, problems[0].location.col) == (2, 5)
+
+
+def test_a_seed_linking_outside_the_project_or_a_named_pipe_is_refused(tmp_path):
+    import os
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere.csv"
+    project.mkdir()
+    elsewhere.write_text("secret\n1\n")
+    (project / "linked.csv").symlink_to(elsewhere)
+    os.mkfifo(project / "pipe.csv")  # would block a plain open() for ever
+    seeds, problems = load_seeds(str(project))
+    assert seeds == []
+    assert sorted(p.message for p in problems) == [
+        f"the file is a symlink to {elsewhere}, outside the project folder.",
+        "the file is not a regular file (a named pipe), so it cannot be read as a seed (CSV).",
     ]
 
 
