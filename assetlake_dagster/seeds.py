@@ -156,7 +156,7 @@ def parse_seed(path: str, text: str, code_version: str = "") -> tuple[Optional[S
     width = len(names)
     for line, values in rows:
         if len(values) != width:
-            problems.append(src.diagnostic(line, 1, f"the row has {len(values)} fields, the header has {width}.",
+            problems.append(src.diagnostic(line, 1, f"the row has {len(values)} field{'s' if len(values) != 1 else ''}, the header has {width}.",
                                            "Give every row one value per column (an empty value is NULL); "
                                            "quote values that hold a comma.", span=len(src.line(line)) or 1))
     good_rows = [(line, values) for line, values in rows if len(values) == width]

@@ -72,7 +72,7 @@ def test_a_ragged_row_is_located_at_its_line():
     assert problems == [
         "s.csv:3:1: the row has 3 fields, the header has 2. Give every row one value per column (an empty value "
         "is NULL); quote values that hold a comma.",
-        "s.csv:4:1: the row has 1 fields, the header has 2. Give every row one value per column (an empty value "
+        "s.csv:4:1: the row has 1 field, the header has 2. Give every row one value per column (an empty value "
         "is NULL); quote values that hold a comma.",
     ]
 
