@@ -41,6 +41,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
+from assetlake_dagster.dag import table_key
 from assetlake_dagster.errors import Diagnostic, SourceText
 from assetlake_dagster.project_files import decode_utf8, discover_files, escaping_link, outside, read_bytes
 from assetlake_dagster.python_assets import PythonTable
@@ -171,8 +172,7 @@ def parse_seed(path: str, text: str, code_version: str = "") -> tuple[Optional[S
     columns = []
     typed_columns: list[list[Any]] = []
     for index, name in enumerate(names):
-        declared = header.types.get(name)
-        kind = header.type_names.get(name) if declared else infer_type([v[index] for _, v in good_rows])
+        kind = header.type_names.get(name) or infer_type([v[index] for _, v in good_rows])
         columns.append((name, kind))
         typed_columns.append(_typed_column(src, name, index, kind, good_rows, problems))
     typed_rows = [tuple(col[i] for col in typed_columns) for i in range(len(good_rows))]
@@ -193,10 +193,10 @@ def seed_conflicts(seeds: Sequence[SeedSpec], python: Sequence[PythonTable]) -> 
     """A table that a seed writes and another seed or a Python asset writes too, located in
     the (later) seed file. A SQL file writing a seed's table is reported at the SQL file
     (:func:`~assetlake_dagster.dag.check_project`)."""
-    seen = {(t.uri.schema.lower(), t.uri.table.lower()): t for t in python}
+    seen = {table_key(t.uri): t for t in python}
     problems = []
     for seed, table in zip(seeds, seed_tables(seeds)):
-        name = (seed.uri.schema.lower(), seed.uri.table.lower())
+        name = table_key(seed.uri)
         if name in seen:
             problems.append(SourceText.of(seed.path, "").diagnostic(
                 1, 1, f"{seed.uri} is also produced by {seen[name].describe()}.",
