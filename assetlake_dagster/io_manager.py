@@ -76,6 +76,7 @@ def managed_write(
     update: Sequence[str] = (),
     keep: Sequence[str] = (),
     within: Optional[str] = None,
+    valid_from: Optional[str] = None,
 ) -> dict[str, Any]:
     """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
 
@@ -96,6 +97,8 @@ def managed_write(
         keep: ``merge`` only: on a matched key, keep these columns' table values.
         within: ``merge`` only: a predicate on the table's columns bounding the rows the
             merge reads and may match; every row written must satisfy it.
+        valid_from: ``history`` only: the column (TIMESTAMP or DATE) whose value starts each
+            version, as ``valid_from=`` on the materialize line (default: the run's clock).
 
     Example:
         >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
@@ -116,9 +119,11 @@ def managed_write(
     if key and not write.needs_key:
         keyed = " and ".join(s.value for s, w in STRATEGIES.items() if w.needs_key)
         raise ValueError(f"key= only applies to {keyed}, not {kind.value}")
-    if (track or deletes is not None) and not write.history_options:
+    if (track or deletes is not None or valid_from is not None) and not write.history_options:
         scd2 = " and ".join(s.value for s, w in STRATEGIES.items() if w.history_options)
-        raise ValueError(f"track= and deletes= only apply to {scd2}, not {kind.value}")
+        raise ValueError(f"track=, deletes= and valid_from= only apply to {scd2}, not {kind.value}")
+    if valid_from is not None and (not is_identifier(valid_from) or valid_from.lower() in {k.lower() for k in key}):
+        raise ValueError(f"valid_from={valid_from!r}: name one plain non-key column, e.g. 'updated_at'")
     if deletes not in (None, "close"):
         raise ValueError(f"deletes={deletes!r}: the only value is 'close' (default: None, soft delete)")
     overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
@@ -130,7 +135,7 @@ def managed_write(
     if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
         raise ValueError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
     layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
-    contract = write_contract(kind, tuple(key), tuple(track), deletes == "close", uri, merge)
+    contract = write_contract(kind, tuple(key), tuple(track), deletes == "close", uri, merge, valid_from)
     return {WRITE_METADATA_KEY: contract, **layout.to_metadata()}
 
 

@@ -367,6 +367,8 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
             len(event_time),
         )
     named = [("key", c) for c in header.key_columns] + [("track", c) for c in header.track_columns]
+    if header.valid_from_column is not None:
+        named.append(("valid_from", header.valid_from_column))
     for kind, column in named + list(header.merge_columns):
         if column.text.lower() not in seen:
             hint = did_you_mean(column.text, names).strip()

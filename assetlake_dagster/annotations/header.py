@@ -49,6 +49,7 @@ class Header:
         key_columns: the ``key=`` columns with their positions (merge and history), for
             cross-checks.
         track_columns: the ``track=`` columns with their positions (history only).
+        valid_from_column: the ``valid_from=`` column with its position (history only).
         merge_columns: the columns a merge's ``update=``, ``keep=`` and ``within=`` options
             name, each with its option, for the check against the SELECT's columns.
         partitions: the ``-- partitioned`` line, if any and valid.
@@ -69,6 +70,7 @@ class Header:
     manual: bool = False
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
+    valid_from_column: Optional[Word] = None
     merge_columns: tuple[tuple[str, Word], ...] = ()
     partitions: Optional[PartitionSpec] = None
     partitioned_line: Optional[int] = None
@@ -97,6 +99,7 @@ class HeaderDraft:
     manual: bool = False
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
+    valid_from_column: Optional[Word] = None
     merge_columns: tuple[tuple[str, Word], ...] = ()
     history: Optional[Word] = None  # the `history` (or `scd2`) word
     partitioned: Optional[Word] = None  # the `partitioned` keyword
@@ -122,6 +125,7 @@ class HeaderDraft:
             manual=self.manual,
             key_columns=self.key_columns,
             track_columns=self.track_columns,
+            valid_from_column=self.valid_from_column,
             merge_columns=self.merge_columns,
             partitions=self.partitions,
             partitioned_line=self.partitioned.line if self.partitioned else None,

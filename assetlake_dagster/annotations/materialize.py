@@ -1,8 +1,8 @@
 """``-- materialize [manual|scd2] delta://<schema>/<table> [options]``: the target and its strategy.
 
 Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``
-and ``within="<predicate>"``, ``history`` with ``track=`` and ``deletes=close`` (SCD2). One
-line per file; a file without one is an error.
+and ``within="<predicate>"``, ``history`` with ``track=``, ``deletes=close`` and
+``valid_from=<column>`` (SCD2). One line per file; a file without one is an error.
 """
 
 from typing import Optional
@@ -20,12 +20,14 @@ from assetlake_dagster.spec import MaterializeSpec, MergeOptions, WriteStrategy,
 from assetlake_dagster.target_predicate import TargetPredicate
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
-HISTORY_FORM = "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close]"
+HISTORY_FORM = (
+    "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>]"
+)
 MERGE_FORM = '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"]'
 #: Options of the materialize line, for did-you-mean.
-MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=", "update=", "keep=", "within=")
+MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=", "valid_from=", "update=", "keep=", "within=")
 #: Options that only mean something with ``history``.
-HISTORY_OPTIONS = ("track=", "deletes=")
+HISTORY_OPTIONS = ("track=", "deletes=", "valid_from=")
 #: Options that only mean something for a merge (``key=`` without ``history``).
 MERGE_OPTIONS = ("update=", "keep=", "within=")
 #: Other tools' names for the merge options (dbt's model configs), to point at ours.
@@ -37,6 +39,9 @@ OTHER_NAMES = {
     "predicate=": "within=",
     "predicates=": "within=",
     "where=": "within=",
+    # dbt's timestamp strategy, Delta Live Tables' SEQUENCE BY
+    "updated_at=": "valid_from=",
+    "sequence_by=": "valid_from=",
 }
 #: Options recognised now but implemented by a later feature (option -> the feature).
 LATER_OPTIONS: dict[str, str] = {}
@@ -98,13 +103,16 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
                     f"unknown deletes= value '{value}'.",
                     "Write 'deletes=close' to close absent keys; without it they stay current.",
                 )
+        elif name == "valid_from=":
+            draft.valid_from_column = _single_column(draft, word, "valid_from")
         elif name in ("update=", "keep="):
             merge_columns[name] = _columns(draft, word, name[:-1])
         elif name == "within=":
             within = _within(draft, word)
         elif name in OTHER_NAMES:
             ours = OTHER_NAMES[name]
-            draft.error(word, f"unknown option '{name}'.", f"Write '{ours}' (the same thing here): {MERGE_FORM}.")
+            form = HISTORY_FORM if ours in HISTORY_OPTIONS else MERGE_FORM
+            draft.error(word, f"unknown option '{name}'.", f"Write '{ours}' (the same thing here): {form}.")
         elif name in LATER_OPTIONS:
             _later_option(draft, word, name)
         elif name == "manual":
@@ -131,11 +139,13 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
     if uri is None:
         return
     track: tuple[str, ...] = ()
+    valid_from: Optional[str] = None
     if draft.manual:
         strategy, key = WriteStrategy.MANUAL, ()
     elif draft.history is not None and not history_problem:
         strategy, key = WriteStrategy.HISTORY, tuple(w.text for w in draft.key_columns)
         track = tuple(w.text for w in draft.track_columns)
+        valid_from = draft.valid_from_column.text if draft.valid_from_column else None
     elif "append" in options:  # append wins over key= (Windmill semantics)
         strategy, key = WriteStrategy.APPEND, ()
     elif "key=" in options:
@@ -146,6 +156,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         draft.key_columns = ()
     if strategy is not WriteStrategy.HISTORY:
         draft.track_columns = ()
+        draft.valid_from_column = None
     merge = MergeOptions()
     if strategy is WriteStrategy.MERGE and not merge_problem:
         merge = MergeOptions(
@@ -165,6 +176,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         key,
         track=track,
         close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options,
+        valid_from=valid_from,
         merge=merge,
         location=location,
     )
@@ -212,6 +224,13 @@ def _check_history(draft: HeaderDraft, keyword: Word, options: dict[str, Word]) 
                 f"track column '{column.text}' is a key column.",
                 "The key identifies the entity and never changes; track only non-key columns.",
             )
+    stamp = draft.valid_from_column
+    if stamp is not None and stamp.text.lower() in keys:
+        draft.error(
+            stamp,
+            f"valid_from column '{stamp.text}' is a key column.",
+            "Name the column holding when the source changed the row, e.g. valid_from=updated_at.",
+        )
     return len(draft.diagnostics) > before
 
 
@@ -290,6 +309,21 @@ def _columns(draft: HeaderDraft, word: Word, option: str) -> tuple[Word, ...]:
             seen.add(name.lower())
             columns.append(column)
     return tuple(columns)
+
+
+def _single_column(draft: HeaderDraft, word: Word, option: str) -> Optional[Word]:
+    """The one column an option such as ``valid_from=<column>`` names, with its position."""
+    name = word.text[len(option) + 1 :]
+    column = Word(name, word.line, word.col + len(option) + 1)
+    if not name:
+        draft.error(word, f"'{word.text}' names no column.", f"Write '{option}=<column>', e.g. {option}=updated_at.")
+    elif "," in name:
+        draft.error(column, f"{option}= takes one column, not '{name}'.", f"Write '{option}=<column>'.")
+    elif not is_identifier(name):
+        draft.error(column, f"{option} column '{name}' is not an allowed identifier.", IDENTIFIER_HINT)
+    else:
+        return column
+    return None
 
 
 def _later_option(draft: HeaderDraft, word: Word, name: str) -> None:

@@ -156,6 +156,8 @@ class MaterializeSpec:
             non-key column).
         close_deletes: history only: close the current version of keys absent from the
             snapshot (``deletes=close``); by default they stay current (soft delete).
+        valid_from: history only: the column whose value starts each version
+            (``valid_from=<column>``); by default the run's clock time.
         merge: merge only: which columns a match updates, and the bound on the table's
             rows (:class:`MergeOptions`).
     """
@@ -165,6 +167,7 @@ class MaterializeSpec:
     key: tuple[str, ...] = ()
     track: tuple[str, ...] = ()
     close_deletes: bool = False
+    valid_from: Optional[str] = None
     merge: MergeOptions = MergeOptions()
     location: Optional[SourceLocation] = field(default=None, compare=False)
 
@@ -175,7 +178,11 @@ class MaterializeSpec:
             >>> MaterializeSpec(TableUri("s", "t"), WriteStrategy.MERGE, key=("id",)).to_metadata()
             {'assetlake/write': {'table': 'delta://s/t', 'strategy': 'merge', 'key': ['id'], 'track': [], 'deletes': None}}
         """
-        return {WRITE_METADATA_KEY: write_contract(self.strategy, self.key, self.track, self.close_deletes, self.uri, self.merge)}
+        return {
+            WRITE_METADATA_KEY: write_contract(
+                self.strategy, self.key, self.track, self.close_deletes, self.uri, self.merge, self.valid_from
+            )
+        }
 
     @classmethod
     def from_metadata(cls, metadata: Optional[Mapping[str, Any]], default_uri: Optional[TableUri] = None) -> "MaterializeSpec":
@@ -206,6 +213,7 @@ class MaterializeSpec:
             key=tuple(raw.get("key") or ()),
             track=tuple(raw.get("track") or ()),
             close_deletes=raw.get("deletes") == "close",
+            valid_from=raw.get("valid_from") or None,
             merge=MergeOptions.from_json(raw.get("merge")),
         )
 
@@ -238,9 +246,10 @@ def write_contract(
     close_deletes: bool = False,
     uri: Optional[TableUri] = None,
     merge: "MergeOptions" = MergeOptions(),
+    valid_from: Optional[str] = None,
 ) -> dict[str, Any]:
     """The JSON form of a write contract (``table`` is omitted when not known yet; ``merge``
-    when it holds no option)."""
+    when it holds no option, ``valid_from`` when history runs on the clock)."""
     contract: dict[str, Any] = {"table": str(uri)} if uri is not None else {}
     contract.update(
         strategy=strategy.value,
@@ -248,6 +257,8 @@ def write_contract(
         track=list(track),
         deletes="close" if close_deletes else None,
     )
+    if valid_from:
+        contract["valid_from"] = valid_from
     if merge:
         contract["merge"] = merge.to_json()
     return contract

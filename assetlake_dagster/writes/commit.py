@@ -117,7 +117,7 @@ class CommitStamp:
 class WriteTarget:
     """Where and how one slice is written.
 
-    ``track`` and ``close_deletes`` only apply to history, ``merge`` to a merge (see
+    ``track``, ``close_deletes`` and ``valid_from`` only apply to history, ``merge`` to a merge (see
     :class:`~assetlake_dagster.spec.MaterializeSpec`). ``cluster_by`` is the table's declared
     clustering (``-- cluster_by``): a merge on a clustering key bounds its reads by key ranges. ``partitions`` are the keys of the
     slice for a partitioned table (one, or a backfill batch); empty for a whole table.
@@ -130,6 +130,7 @@ class WriteTarget:
     key: tuple[str, ...] = ()
     track: tuple[str, ...] = ()
     close_deletes: bool = False
+    valid_from: Optional[str] = None
     partitions: tuple[str, ...] = ()
     merge: MergeOptions = MergeOptions()
     cluster_by: tuple[str, ...] = ()
@@ -153,6 +154,7 @@ class WriteTarget:
             key=spec.key,
             track=spec.track,
             close_deletes=spec.close_deletes,
+            valid_from=spec.valid_from,
             partitions=tuple(partitions),
             merge=spec.merge,
         )

@@ -20,6 +20,14 @@ the later MERGE ran on the other run's rows. So a run reads the table, takes its
 checks it and merges under :func:`~assetlake_dagster.writes.commit.table_lock`, and every
 attempt (a retry too) takes a fresh timestamp after a fresh read. A run whose diff is empty
 writes nothing and takes no timestamp (reading the latest one scans the whole history).
+
+With ``valid_from=<column>`` the versions run on the source's clock instead: a version
+starts at its row's value of that column (and closes the key's previous version there),
+so replaying the same snapshots rebuilds the same history. Each new version must start
+strictly later than every ``valid_from``/``valid_to`` its key has; a NULL, an equal or an
+earlier timestamp (a late or repeated change) fails the run, naming the keys, before
+anything is written. A key closed by ``deletes=close`` has no source row: it closes at the
+run's clock, which must also be later than its key's versions.
 """
 
 from __future__ import annotations
@@ -64,6 +72,10 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
 
 #: The parameter marker every timestamp of the run is bound to.
 RUN_TS_PARAM = "run_ts"
+#: The types a ``valid_from=`` column may have (Spark's simple type names).
+SOURCE_TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz", "date")
+#: How many offending keys a refused run names.
+SHOWN_KEYS = 5
 #: The prefix of the staged changes' own columns; data columns may not use it.
 INTERNAL_PREFIX = "__assetlake_"
 #: Names of the merge-key columns of the MERGE's source.
@@ -154,7 +166,13 @@ def staged_changes_query(
     )
 
 
-def history_merge_statement(table: str, key: Sequence[str], columns: Sequence[str], changes: str = "changes") -> str:
+def history_merge_statement(
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[str],
+    changes: str = "changes",
+    valid_from: Optional[str] = None,
+) -> str:
     """The one Spark SQL MERGE a history run executes (also shown by plans), over the
     staged changes (:func:`staged_changes_query`).
 
@@ -168,6 +186,8 @@ def history_merge_statement(table: str, key: Sequence[str], columns: Sequence[st
         key: the key columns.
         columns: the data columns of the snapshot (key included), in order.
         changes: the name of the staged changes' view.
+        valid_from: the column whose value starts a version (``valid_from=``); a ``close``
+            row has none, and closes at ``:run_ts``. Default: every version at ``:run_ts``.
 
     Example:
         >>> print(history_merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
@@ -180,8 +200,13 @@ def history_merge_statement(table: str, key: Sequence[str], columns: Sequence[st
         ON t.`id` = s.`__assetlake_merge_key_0` AND t.`is_current`
         WHEN MATCHED THEN UPDATE SET `valid_to` = :run_ts, `is_current` = false
         WHEN NOT MATCHED AND s.`__assetlake_action` <> 'close' THEN INSERT (`id`, `name`, `valid_from`, `valid_to`, `is_current`) VALUES (s.`id`, s.`name`, :run_ts, NULL, true)
+        >>> print(history_merge_statement("delta.`/lake/s/t`", ["id"], ["id", "at"], valid_from="at").splitlines()[-2])
+        WHEN MATCHED THEN UPDATE SET `valid_to` = coalesce(CAST(s.`at` AS TIMESTAMP), :run_ts), `is_current` = false
     """
     t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
+    starts = f":{RUN_TS_PARAM}" if valid_from is None else f"CAST({s}.{q(valid_from)} AS TIMESTAMP)"
+    # A close row carries no source values (its key is absent from the snapshot).
+    ends = f":{RUN_TS_PARAM}" if valid_from is None else f"coalesce({starts}, :{RUN_TS_PARAM})"
     merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
     action = f"{s}.{q(ACTION_COLUMN)}"
     matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
@@ -198,8 +223,8 @@ def history_merge_statement(table: str, key: Sequence[str], columns: Sequence[st
             f"  SELECT {null_keys}, {s}.* FROM {changes} AS {s} WHERE {action} <> 'close'",
             f") AS {s}",
             f"ON {on_merge_key} AND {t}.{q(IS_CURRENT)}",
-            f"WHEN MATCHED THEN UPDATE SET {q(VALID_TO)} = :{RUN_TS_PARAM}, {q(IS_CURRENT)} = false",
-            f"WHEN NOT MATCHED AND {action} <> 'close' THEN INSERT ({names}) VALUES ({data}, :{RUN_TS_PARAM}, NULL, true)",
+            f"WHEN MATCHED THEN UPDATE SET {q(VALID_TO)} = {ends}, {q(IS_CURRENT)} = false",
+            f"WHEN NOT MATCHED AND {action} <> 'close' THEN INSERT ({names}) VALUES ({data}, {starts}, NULL, true)",
         ]
     )
 
@@ -230,7 +255,8 @@ class HistoryWrite(WriteStrategyBase):
     def describe(self, spec: MaterializeSpec) -> str:
         track = ", ".join(spec.track) or "every non-key column"
         deletes = "close" if spec.close_deletes else "soft (absent keys stay current)"
-        return f"history on key ({', '.join(spec.key)}), track {track}, deletes {deletes}"
+        clock = f"versions start at {spec.valid_from}" if spec.valid_from else "versions start at the run's time"
+        return f"history on key ({', '.join(spec.key)}), track {track}, deletes {deletes}, {clock}"
 
     def test_scope(self, partitioned: bool) -> str:
         return "the slice" if partitioned else "the current rows"
@@ -272,7 +298,7 @@ class HistoryWrite(WriteStrategyBase):
                 "-- the changes, staged once:\n"
                 + staged_changes_query(path_identifier(target.path), key, shown, track, target.close_deletes)
                 + ";\n-- then:\n"
-                + history_merge_statement(path_identifier(target.path), key, shown)
+                + history_merge_statement(path_identifier(target.path), key, shown, valid_from=target.valid_from)
             ),
             predicate=" AND ".join(f"{TARGET_ALIAS}.{quote_identifier(k)} = ..." for k in key)
             + f" AND {TARGET_ALIAS}.{quote_identifier(IS_CURRENT)}",
@@ -287,14 +313,18 @@ class HistoryWrite(WriteStrategyBase):
     ) -> WriteResult:
         check_columns(self, target, df.columns)
         spelled = {c.lower(): c for c in df.columns}
-        missing = [c for c in (*target.key, *target.track) if c.lower() not in spelled]
+        named = (*target.key, *target.track, *([target.valid_from] if target.valid_from else []))
+        missing = [c for c in named if c.lower() not in spelled]
         if missing:
             raise self.fail(
                 target,
-                f"key/track columns {missing} are not in the rows (columns: {df.columns}). "
-                "Project them in the SELECT or fix key=/track=.",
+                f"key/track/valid_from columns {missing} are not in the rows (columns: {df.columns}). "
+                "Project them in the SELECT or fix key=/track=/valid_from=.",
                 allow_retries=False,
             )
+        valid_from = spelled[target.valid_from.lower()] if target.valid_from else None
+        if valid_from is not None:
+            self._check_source_timestamp_type(target, df, valid_from)
         clashing = [c for c in df.columns if c.lower().startswith(INTERNAL_PREFIX)]
         if clashing:
             raise self.fail(
@@ -316,12 +346,14 @@ class HistoryWrite(WriteStrategyBase):
                 staged = persist_rows(df)
                 try:
                     check_keys(self, staged, target)  # a later run checks them in its diff
-                    return self._create(spark, staged, target, self._run_timestamp(run_timestamp))
+                    if valid_from is not None:
+                        self._check_no_null_timestamps(staged, target, key, valid_from)
+                    return self._create(spark, staged, target, self._run_timestamp(run_timestamp), valid_from)
                 finally:
                     staged.unpersist()
             # The diff reads the rows once (its key check included) and is staged itself:
             # caching the rows first would only copy them (B1: 1M rows).
-            return self._merge(spark, df, target, key, track, run_timestamp)
+            return self._merge(spark, df, target, key, track, run_timestamp, valid_from)
 
     def _run_timestamp(self, given: Optional[dt.datetime]) -> dt.datetime:
         """The run's timestamp: the given one (tests), else the clock, now."""
@@ -340,15 +372,43 @@ class HistoryWrite(WriteStrategyBase):
                 allow_retries=False,
             )
 
+    def _check_source_timestamp_type(self, target: WriteTarget, df: DataFrame, column: str) -> None:
+        kind = next(f.dataType.simpleString() for f in df.schema.fields if f.name == column)
+        if kind not in SOURCE_TIMESTAMP_TYPES:
+            raise self.fail(
+                target,
+                f"valid_from column '{column}' is {kind}; a version's start must be a TIMESTAMP or a DATE. "
+                f"Convert it in the SELECT, e.g. to_timestamp({column}) AS {column}. Nothing was written.",
+                allow_retries=False,
+            )
+
+    def _check_no_null_timestamps(self, staged: DataFrame, target: WriteTarget, key: Sequence[str], column: str) -> None:
+        """A first run's rows each start a version: none may lack its timestamp."""
+        nulls = staged.where(staged[column].isNull()).select(*key).limit(SHOWN_KEYS + 1).collect()
+        if nulls:
+            raise self.fail(
+                target,
+                f"valid_from column '{column}' is NULL for {_keys_text(nulls, key)}: such a row's version "
+                f"would have no start. Filter those rows out or coalesce({column}, ...) in the SELECT. "
+                "Nothing was written.",
+                allow_retries=False,
+            )
+
     def _create(
-        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, run_ts: dt.datetime
+        self,
+        spark: SparkSession,
+        staged: DataFrame,
+        target: WriteTarget,
+        run_ts: dt.datetime,
+        valid_from: Optional[str] = None,
     ) -> WriteResult:
         view = f"_assetlake_snapshot_{uuid.uuid4().hex}"
         staged.createOrReplaceTempView(view)
         try:
             q = quote_identifier
+            start = f":{RUN_TS_PARAM}" if valid_from is None else q(valid_from)
             rows = spark.sql(
-                f"SELECT *, CAST(:{RUN_TS_PARAM} AS TIMESTAMP) AS {q(VALID_FROM)}, "
+                f"SELECT *, CAST({start} AS TIMESTAMP) AS {q(VALID_FROM)}, "
                 f"CAST(NULL AS TIMESTAMP) AS {q(VALID_TO)}, true AS {q(IS_CURRENT)} FROM {view}",
                 args={RUN_TS_PARAM: run_ts},
             )
@@ -372,6 +432,7 @@ class HistoryWrite(WriteStrategyBase):
         key: list[str],
         track: list[str],
         run_timestamp: Optional[dt.datetime],
+        valid_from: Optional[str] = None,
     ) -> WriteResult:
         table_df = read(spark, target.path)
         self._check_frozen_schema(target, staged, table_df)
@@ -386,13 +447,19 @@ class HistoryWrite(WriteStrategyBase):
                 self._check_staged_keys(changes, target, key)
                 if not changes.take(1):
                     return no_commit(current_version(spark, target.path))
+                changes.createOrReplaceTempView(changes_view)
                 # Only a run that writes needs its timestamp, taken after the table was read (so
                 # every run committed before took its own earlier) and checked before the MERGE.
-                run_ts = self._checked_run_timestamp(spark, target, table, run_timestamp)
-                changes.createOrReplaceTempView(changes_view)
+                if valid_from is None:
+                    run_ts = self._checked_run_timestamp(spark, target, table, run_timestamp)
+                else:
+                    run_ts = self._run_timestamp(run_timestamp)
+                    self._check_source_timestamps(spark, target, table, changes_view, key, valid_from, run_ts)
                 # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
                 # classic session and on a Spark Connect server without the Delta Connect plugin.
-                statement = history_merge_statement(table, key, list(staged.columns), changes=changes_view)
+                statement = history_merge_statement(
+                    table, key, list(staged.columns), changes=changes_view, valid_from=valid_from
+                )
                 with stamped_session(spark, target.stamp):
                     spark.sql(statement, args={RUN_TS_PARAM: run_ts}).collect()
             finally:
@@ -429,6 +496,65 @@ class HistoryWrite(WriteStrategyBase):
                 allow_retries=False,
             )
         return run_ts
+
+    def _check_source_timestamps(
+        self,
+        spark: SparkSession,
+        target: WriteTarget,
+        table: str,
+        changes: str,
+        key: Sequence[str],
+        valid_from: str,
+        run_ts: dt.datetime,
+    ) -> None:
+        """Refuse the run unless each staged version starts after every timestamp of its key.
+
+        A new version starts at its row's ``valid_from`` column; a closed absent key
+        (``deletes=close``) ends at ``run_ts``. Either must be later than the key's latest
+        ``valid_from``/``valid_to`` (a closed version's ``valid_to``, else the current one's
+        ``valid_from``), or history would overlap, run backwards or hold an empty version.
+        """
+        q = quote_identifier
+        keys = ", ".join(q(k) for k in key)
+        on = " AND ".join(f"c.{q(k)} = h.{q(k)}" for k in key)
+        start = f"CAST(c.{q(valid_from)} AS TIMESTAMP)"
+        action = f"c.{q(ACTION_COLUMN)}"
+        # The key's own columns are the data's; the check's own carry the internal prefix.
+        starts, latest = q(f"{INTERNAL_PREFIX}starts"), q(f"{INTERNAL_PREFIX}latest")
+        query = (
+            f"SELECT {', '.join(f'c.{q(k)}' for k in key)}, {action}, unix_micros({start}) AS {starts}, "
+            f"unix_micros(h.{latest}) AS {latest} FROM {changes} AS c "
+            f"LEFT JOIN (SELECT {keys}, max(coalesce({q(VALID_TO)}, {q(VALID_FROM)})) AS {latest} FROM {table} "
+            f"GROUP BY {keys}) AS h ON {on} "
+            f"WHERE {action} <> 'close' AND ({start} IS NULL OR {start} <= h.{latest}) "
+            f"OR {action} = 'close' AND CAST(:{RUN_TS_PARAM} AS TIMESTAMP) <= h.{latest} "
+            f"LIMIT {SHOWN_KEYS + 1}"
+        )
+        late = [row.asDict() for row in spark.sql(query, args={RUN_TS_PARAM: run_ts}).collect()]
+        if not late:
+            return
+        shown = []
+        for row in late[:SHOWN_KEYS]:
+            name = ", ".join(f"{k}={row[k]!r}" for k in key)
+            before = row[f"{INTERNAL_PREFIX}latest"]
+            before = _from_micros(before).isoformat() if before is not None else None
+            start_micros = row[f"{INTERNAL_PREFIX}starts"]
+            if row[ACTION_COLUMN] == "close":
+                shown.append(f"{name}: closing at the run's time {run_ts.isoformat()}, not after {before}")
+            elif start_micros is None:
+                shown.append(f"{name}: {valid_from} is NULL")
+            else:
+                shown.append(f"{name}: {valid_from} {_from_micros(start_micros).isoformat()}, not after {before}")
+        more = " and more" if len(late) > SHOWN_KEYS else ""
+        raise self.fail(
+            target,
+            f"history runs on valid_from={valid_from}, and these changes do not start after their key's "
+            f"latest valid_from/valid_to: {'; '.join(shown)}{more}. A late, repeated or missing timestamp "
+            "would overlap or reorder a key's versions. Fix the source's timestamps (a changed row needs "
+            f"a later {valid_from}), or rebuild the history by replaying the source into a new table. "
+            "Nothing was written.",
+            allow_retries=False,
+        )
 
     def _check_staged_keys(self, changes: DataFrame, target: WriteTarget, key: Sequence[str]) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
@@ -474,6 +600,12 @@ def _default_track(target: WriteTarget, columns: Sequence[str]) -> list[str]:
         return [spelled.get(c.lower(), c) for c in target.track]
     keys = {k.lower() for k in target.key}
     return [c for c in columns if c.lower() not in keys]
+
+
+def _keys_text(rows: Sequence, key: Sequence[str]) -> str:
+    """``id=1, id=2 and more``: the keys of up to :data:`SHOWN_KEYS` rows."""
+    shown = "; ".join(", ".join(f"{k}={row[k]!r}" for k in key) for row in rows[:SHOWN_KEYS])
+    return shown + (" and more" if len(rows) > SHOWN_KEYS else "")
 
 
 def _as_utc(ts: dt.datetime) -> dt.datetime:

@@ -3,7 +3,8 @@
 Runs the bundled demo's own ``dim_customer.sql`` and ``fct_orders.sql`` (not copies) on a
 tmp lake. Their inputs (``raw.customers``, ``staging.orders``) are written by the test,
 so the customer data can change between runs and orders can be placed on either side of
-the second run's ``valid_from`` (the wall clock of that run).
+a version's start: the source's ``updated_at`` (``valid_from=updated_at``), or for a customer
+who left, the second run's clock, where ``deletes=close`` ends the version.
 """
 
 import datetime as dt
@@ -18,12 +19,19 @@ from assetlake_dagster.writes.history import to_micros
 DIM = "analytics/dim_customer"
 FCT = "analytics/fct_orders"
 HOUR = 3_600_000_000  # microseconds
-JAN_2024 = to_micros(dt.datetime(2024, 1, 15))  # long before the dimension's first run
+
+
+def day(month, day_of_month):
+    """A source timestamp in 2024 (naive: UTC), and its microseconds."""
+    ts = dt.datetime(2024, month, day_of_month)
+    return ts, to_micros(ts)
 
 
 def write_customers(spark, lake_root, rows):
     """``raw.customers`` as the demo's pandas source would write it (a full snapshot)."""
-    df = spark.createDataFrame(rows, "customer_id BIGINT, name STRING, tier STRING, country STRING, email STRING")
+    df = spark.createDataFrame(
+        rows, "customer_id BIGINT, name STRING, tier STRING, country STRING, email STRING, updated_at TIMESTAMP"
+    )
     df.write.format("delta").mode("overwrite").save(os.path.join(lake_root, "raw", "customers"))
 
 
@@ -59,42 +67,49 @@ def dimension(spark, lake_root):
 def test_fact_rows_get_the_dimension_version_valid_at_order_time(spark, lake_root):
     defs = build_definitions(DEMO_PROJECT_DIR, lake_root=lake_root)
     instance = dg.DagsterInstance.ephemeral()
+    (jan1, JAN1), (jan10, JAN10), (feb1, FEB1), (feb15, FEB15) = day(1, 1), day(1, 10), day(2, 1), day(2, 15)
 
-    # run 1: three customers
+    # run 1: three customers, each known to the source since its own updated_at
     write_customers(
         spark,
         lake_root,
-        [(1, "Ann", "bronze", "DE", "a@x"), (2, "Bob", "silver", "FR", "b@x"), (3, "Cy", "gold", "US", None)],
+        [
+            (1, "Ann", "bronze", "DE", "a@x", jan10),
+            (2, "Bob", "silver", "FR", "b@x", jan1),
+            (3, "Cy", "gold", "US", None, jan1),
+        ],
     )
     materialize(defs, instance, DIM)
-    ((v1,),) = {(r[3],) for r in dimension(spark, lake_root)}
 
-    # run 2: Ann's tier changes, Bob moves (both tracked), Cy leaves (deletes=close)
-    write_customers(spark, lake_root, [(1, "Ann", "gold", "DE", "a@x"), (2, "Bob", "silver", "NL", "b@y")])
+    # run 2: Ann's tier changes, Bob moves (both tracked, each at its source time), Cy leaves
+    # (deletes=close: no source row, so the version ends at the run's clock)
+    write_customers(
+        spark, lake_root, [(1, "Ann", "gold", "DE", "a@x", feb1), (2, "Bob", "silver", "NL", "b@y", feb15)]
+    )
     materialize(defs, instance, DIM)
-    v2 = max(r[3] for r in dimension(spark, lake_root))
-    assert v2 > v1
-    assert dimension(spark, lake_root) == [
-        (1, "bronze", "DE", v1, v2, False),
-        (1, "gold", "DE", v2, None, True),
-        (2, "silver", "FR", v1, v2, False),
-        (2, "silver", "NL", v2, None, True),
-        (3, "gold", "US", v1, v2, False),
+    rows = dimension(spark, lake_root)
+    (gone,) = [r[4] for r in rows if r[0] == 3]
+    assert gone > to_micros(dt.datetime(2025, 1, 1))  # the run's clock, not a source time
+    assert rows == [
+        (1, "bronze", "DE", JAN10, FEB1, False),
+        (1, "gold", "DE", FEB1, None, True),
+        (2, "silver", "FR", JAN1, FEB15, False),
+        (2, "silver", "NL", FEB15, None, True),
+        (3, "gold", "US", JAN1, gone, False),
     ]
 
-    # Orders on both sides of run 2's valid_from; the 2024 ones predate the dimension.
     write_orders(
         spark,
         lake_root,
         [
-            (101, 1, JAN_2024),
-            (102, 1, v2 - 1),  # the last microsecond of the old version (valid_to is exclusive)
-            (103, 1, v2),  # the first microsecond of the new one (valid_from is inclusive)
-            (104, 1, v2 + 24 * HOUR),
-            (201, 2, v2 - HOUR),  # may even predate run 1: the first version is open since 1900
-            (202, 2, v2 + HOUR),
-            (301, 3, JAN_2024),
-            (302, 3, v2 + HOUR),  # after Cy's version was closed: no version is valid
+            (100, 1, JAN10 - HOUR),  # before the source knew Ann: no version covers it
+            (101, 1, JAN10),  # the first microsecond of her first version (valid_from is inclusive)
+            (102, 1, FEB1 - 1),  # the last microsecond of it (valid_to is exclusive)
+            (103, 1, FEB1),
+            (201, 2, FEB15 - HOUR),
+            (202, 2, FEB15 + HOUR),
+            (301, 3, FEB15),  # while Cy was still a customer
+            (302, 3, gone + HOUR),  # after Cy's version was closed: no version is valid
         ],
     )
     materialize(defs, instance, FCT)
@@ -111,14 +126,14 @@ def test_fact_rows_get_the_dimension_version_valid_at_order_time(spark, lake_roo
         "country_at_order",
     ]
     rows = facts.selectExpr("order_id", "unix_micros(ordered_at)", "tier_at_order", "country_at_order").collect()
+    # The LEFT JOIN keeps an order that no version covers instead of dropping it.
     assert sorted(tuple(r) for r in rows) == [
-        (101, JAN_2024, "bronze", "DE"),
-        (102, v2 - 1, "bronze", "DE"),
-        (103, v2, "gold", "DE"),
-        (104, v2 + 24 * HOUR, "gold", "DE"),
-        (201, v2 - HOUR, "silver", "FR"),
-        (202, v2 + HOUR, "silver", "NL"),
-        (301, JAN_2024, "gold", "US"),
-        # The LEFT JOIN keeps an order that no version covers instead of dropping it.
-        (302, v2 + HOUR, None, None),
+        (100, JAN10 - HOUR, None, None),
+        (101, JAN10, "bronze", "DE"),
+        (102, FEB1 - 1, "bronze", "DE"),
+        (103, FEB1, "gold", "DE"),
+        (201, FEB15 - HOUR, "silver", "FR"),
+        (202, FEB15 + HOUR, "silver", "NL"),
+        (301, FEB15, "gold", "US"),
+        (302, gone + HOUR, None, None),
     ]

@@ -78,6 +78,15 @@ VALID = [
         id="history-track-deletes",
     ),
     pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=updated_at\n",
+        {
+            "materialize": MaterializeSpec(
+                TableUri("a", "t"), WriteStrategy.HISTORY, ("id",), valid_from="updated_at"
+            )
+        },
+        id="history-valid-from",
+    ),
+    pytest.param(
         "-- materialize scd2 delta://a/t key=region,id track=name\n",
         {"materialize": MaterializeSpec(TableUri("a", "t"), WriteStrategy.HISTORY, ("region", "id"), ("name",))},
         id="scd2-alias",
@@ -427,6 +436,34 @@ INVALID = [
         "f.sql:1:43: unknown deletes= value 'soft'. "
         "Write 'deletes=close' to close absent keys; without it they stay current.",
         id="deletes-unknown-value",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id valid_from=updated_at\n",
+        "f.sql:1:35: 'valid_from=' needs 'history'. "
+        "It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove 'valid_from=updated_at'.",
+        id="valid-from-without-history",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=ID\n",
+        "f.sql:1:54: valid_from column 'ID' is a key column. "
+        "Name the column holding when the source changed the row, e.g. valid_from=updated_at.",
+        id="valid-from-key-column",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=a,b\n",
+        "f.sql:1:54: valid_from= takes one column, not 'a,b'. Write 'valid_from=<column>'.",
+        id="valid-from-two-columns",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=\n",
+        "f.sql:1:43: 'valid_from=' names no column. Write 'valid_from=<column>', e.g. valid_from=updated_at.",
+        id="valid-from-empty",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history updated_at=ts\n",
+        "f.sql:1:43: unknown option 'updated_at='. Write 'valid_from=' (the same thing here): "
+        "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>].",
+        id="valid-from-dbt-name",
     ),
     pytest.param(
         "-- materialize delta://a/t key=id history track=ID,name\n",

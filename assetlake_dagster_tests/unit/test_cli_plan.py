@@ -62,7 +62,7 @@ def test_plan_history_file_prints_the_merge(capsys, tmp_path):
     assert main(["plan", sql, "--lake-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     path = os.path.join(os.path.realpath(tmp_path), "dim", "customer")
-    assert out[3] == "strategy    history on key (id), track name, tier, deletes close"
+    assert out[3] == "strategy    history on key (id), track name, tier, deletes close, versions start at the run's time"
     assert f"  MERGE INTO delta.`{path}` AS t" in out
     # deletes=close: the staged changes include the current keys absent from the snapshot.
     assert (

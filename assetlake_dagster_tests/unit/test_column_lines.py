@@ -103,7 +103,7 @@ def test_the_demo_describes_its_columns():
     described = {uri: {c.name for c in s.columns if c.description} for uri, s in specs.items() if s.columns}
     assert described == {
         "delta://analytics/customer_revenue": {"paid_orders", "revenue"},
-        "delta://analytics/dim_customer": {"tier"},
+        "delta://analytics/dim_customer": {"tier", "updated_at"},
         "delta://analytics/fct_orders": {"tier_at_order", "country_at_order"},
         "delta://staging/orders": {"amount", "order_date"},
     }

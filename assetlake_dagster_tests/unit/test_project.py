@@ -126,6 +126,11 @@ FILE_ERRORS = [
         id="track-missing",
     ),
     pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=updated\n\nSELECT id, name, updated_at FROM raw.c",
+        "f.sql:1:54: valid_from column 'updated' is not among the SELECT's columns. Did you mean 'updated_at'?",
+        id="valid-from-typo",
+    ),
+    pytest.param(
         "-- materialize scd2 delta://a/t key=id\n\nSELECT id, name AS Is_Current FROM raw.c",
         "f.sql:3:20: column 'Is_Current' is reserved. "
         "assetlake writes _partition, is_current, valid_from, valid_to itself; rename or drop it.",

@@ -169,6 +169,21 @@ def test_history_merge_statement_reads_only_the_staged_changes():
     )
 
 
+def test_history_merge_on_a_source_timestamp_starts_and_closes_versions_at_it():
+    from assetlake_dagster.writes.history import history_merge_statement
+
+    statement = history_merge_statement("x", ["id"], ["id", "tier", "updated_at"], "chg", valid_from="updated_at")
+    # A change closes the old version where the new one starts; a close row (an absent key,
+    # deletes=close) carries no source values and closes at the run's time.
+    assert (
+        "WHEN MATCHED THEN UPDATE SET `valid_to` = coalesce(CAST(s.`updated_at` AS TIMESTAMP), :run_ts), "
+        "`is_current` = false\n"
+    ) in statement
+    assert statement.endswith(
+        "VALUES (s.`id`, s.`tier`, s.`updated_at`, CAST(s.`updated_at` AS TIMESTAMP), NULL, true)"
+    )
+
+
 def test_history_plan_shows_the_merge():
     tgt = WriteTarget(
         uri=TableUri("dim", "c"),
@@ -194,6 +209,9 @@ def test_history_plan_shows_the_merge():
         pytest.param({"strategy": "merge", "key": ["id"], "track": ["a"]}, "only apply to history", id="track-merge"),
         pytest.param({"strategy": "history", "key": ["id"], "deletes": "soft"}, "the only value is 'close'", id="deletes"),
         pytest.param({"strategy": "history", "key": ["id"], "track": ["ID"]}, "includes key columns", id="track-key"),
+        pytest.param({"strategy": "merge", "key": ["id"], "valid_from": "at"}, "only apply to history", id="valid-from-merge"),
+        pytest.param({"strategy": "history", "key": ["id"], "valid_from": "ID"}, "one plain non-key column", id="valid-from-key"),
+        pytest.param({"strategy": "history", "key": ["id"], "valid_from": "a b"}, "one plain non-key column", id="valid-from-bad"),
     ],
 )
 def test_managed_write_history_validation(kwargs, message):
@@ -216,6 +234,9 @@ def test_managed_write_history_metadata():
     )
     plain = materialize_spec_for(key, managed_write("history", key=["id"]))
     assert (plain.strategy, plain.key, plain.track, plain.close_deletes) == (WriteStrategy.HISTORY, ("id",), (), False)
+    assert plain.valid_from is None and "valid_from" not in plain.to_metadata()["assetlake/write"]
+    timed = materialize_spec_for(key, managed_write("history", key=["id"], valid_from="updated_at"))
+    assert timed.valid_from == "updated_at"
 
 
 @pytest.mark.parametrize(

@@ -88,10 +88,13 @@ def test_each_strategy_answers_plan_describe_and_scope(strategy, partitions):
 
 def test_descriptions_name_the_options():
     spec = MaterializeSpec(TableUri("s", "t"), WriteStrategy.HISTORY, ("id",), ("tier",), close_deletes=True)
-    assert strategy_for(WriteStrategy.HISTORY).describe(spec) == "history on key (id), track tier, deletes close"
-    soft = MaterializeSpec(TableUri("s", "t"), WriteStrategy.HISTORY, ("id",))
+    assert strategy_for(WriteStrategy.HISTORY).describe(spec) == (
+        "history on key (id), track tier, deletes close, versions start at the run's time"
+    )
+    soft = MaterializeSpec(TableUri("s", "t"), WriteStrategy.HISTORY, ("id",), valid_from="updated_at")
     assert strategy_for(WriteStrategy.HISTORY).describe(soft) == (
-        "history on key (id), track every non-key column, deletes soft (absent keys stay current)"
+        "history on key (id), track every non-key column, deletes soft (absent keys stay current), "
+        "versions start at updated_at"
     )
     merge = MaterializeSpec(TableUri("s", "t"), WriteStrategy.MERGE, ("region", "id"))
     assert strategy_for(WriteStrategy.MERGE).describe(merge) == "merge on key (region, id)"

@@ -30,6 +30,11 @@ def customer_rows(seed: int = SEED) -> "pandas.DataFrame":
     import pandas as pd
 
     rng = random.Random(seed)
+    # When each customer's record last changed, all before the first order (2024-01-01):
+    # dim_customer's versions start there (valid_from=updated_at). Its own generator, so the
+    # other columns are what they were before it existed.
+    changed = random.Random(seed + 2)
+    last_changed = dt.datetime.combine(FIRST_DAY, dt.time()) - dt.timedelta(days=180)
     return pd.DataFrame(
         {
             "customer_id": list(range(1, CUSTOMERS + 1)),
@@ -38,6 +43,7 @@ def customer_rows(seed: int = SEED) -> "pandas.DataFrame":
             "country": [rng.choice(COUNTRIES) for _ in range(CUSTOMERS)],
             # A few customers never gave an email: NULLs must survive the pandas path.
             "email": [None if i % 17 == 0 else f"c{i}@example.com" for i in range(1, CUSTOMERS + 1)],
+            "updated_at": [last_changed + dt.timedelta(minutes=changed.randrange(180 * 24 * 60)) for _ in range(CUSTOMERS)],
         }
     )
 
