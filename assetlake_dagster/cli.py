@@ -22,13 +22,19 @@ from assetlake_dagster.project import load_project, parse_file
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from assetlake_dagster.sql_test_run import project_tests
+
     try:
         project = load_project(args.project_dir)
+        tests, problems = project_tests(args.project_dir, project.assets)
+        if problems:
+            raise ProjectError(problems)
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
     seeds = f", {len(project.seeds)} seed{'s' if len(project.seeds) != 1 else ''}" if project.seeds else ""
-    print(f"ok: {len(project.assets)} assets{seeds}, {len(project.external)} external tables in {args.project_dir}")
+    unit = f", {len(tests)} SQL test{'s' if len(tests) != 1 else ''}" if tests else ""
+    print(f"ok: {len(project.assets)} assets{seeds}, {len(project.external)} external tables{unit} in {args.project_dir}")
     return 0
 
 
@@ -290,9 +296,53 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 #: Subcommand name → handler; a handler returns the process exit code.
+def _test(args: argparse.Namespace) -> int:
+    import time
+
+    from assetlake_dagster.sql_test_run import load_sql_tests, run_sql_tests
+
+    paths = args.paths or [os.environ.get("ASSETLAKE_PROJECT_DIR") or "."]
+    try:
+        cases = load_sql_tests(paths)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 2
+    if not cases:
+        print(f"no SQL tests in {', '.join(paths)}: write them in <name>.tests.yml beside <name>.sql", file=sys.stderr)
+        return 2
+    files = len({c.sql_path for c in cases})
+    print(f"{len(cases)} test{'s' if len(cases) != 1 else ''} of {files} SQL file{'s' if files != 1 else ''}; starting a local Spark session", flush=True)
+    started = time.monotonic()
+    spark = _test_session()
+    print(f"session ready in {time.monotonic() - started:.1f} s", flush=True)
+    started = time.monotonic()
+    try:
+        results = run_sql_tests(spark, cases)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 2
+    for result in results:
+        print(result.render(), flush=True)
+    failed = sum(not r.passed for r in results)
+    print(f"{len(results) - failed} passed, {failed} failed in {time.monotonic() - started:.1f} s")
+    return 1 if failed else 0
+
+
+def _test_session():
+    """A local Spark session of this process, its catalog in a throwaway folder: the tests
+    read temporary views only and write nothing."""
+    import tempfile
+
+    from assetlake_dagster.spark.session import build_spark_session
+
+    warehouse = tempfile.mkdtemp(prefix="assetlake-test-")
+    return build_spark_session(master="local[1]", app_name="assetlake test", warehouse_dir=warehouse)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": _validate,
     "plan": _plan,
+    "test": _test,
     "backfill": _backfill,
     "restore": _restore,
     "optimize": _optimize,
@@ -314,6 +364,15 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Check every *.sql file under DIR; print every error, exit 1 if there is any.",
     )
     validate.add_argument("project_dir", metavar="DIR", help="the folder of annotated SQL files")
+    test = commands.add_parser(
+        "test",
+        help="run the SQL unit tests (<name>.tests.yml beside <name>.sql) on a local Spark session, no lake",
+        description="Run each test's SQL over its given rows (temporary views) and compare the rows it returns "
+        "with the expected ones; print a diff for each failure. PATH is a project folder, a SQL file or a "
+        "tests file (default: $ASSETLAKE_PROJECT_DIR or the current folder). Exit 1 if a test fails, 2 if a "
+        "test or SQL file has mistakes.",
+    )
+    test.add_argument("paths", metavar="PATH", nargs="*", help="folders, SQL files or *.tests.yml files")
     plan = commands.add_parser(
         "plan",
         help="print the SQL, Delta operation and predicate a file would run, writing nothing",
