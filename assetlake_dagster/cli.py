@@ -339,10 +339,63 @@ def _test_session():
     return build_spark_session(master="local[1]", app_name="assetlake test", warehouse_dir=warehouse)
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from pyspark.errors import PySparkException
+
+    from assetlake_dagster.lake.root import Lake
+    from assetlake_dagster.lake.row_diff import diff_table
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    try:
+        uri = _table_uri(args.table)
+        key = tuple(k for k in args.key.split(",") if k) if args.key is not None else _table_key(args, uri)
+        resource = SparkDeltaResource(lake_root=args.lake_root)
+        other = Lake(args.against) if args.against else None
+        diff = diff_table(
+            resource.get_session(),
+            uri,
+            resource.lake.table_path(uri),
+            key,
+            from_version=args.start,
+            to_version=args.end,
+            against_path=other.table_path(uri) if other else None,
+            against_label=args.against or "",
+            sample=args.sample,
+        )
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except PySparkException as err:
+        print(f"{args.table}: Spark could not read a version: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 1
+    print(diff.render())
+    return 0
+
+
+def _table_key(args: argparse.Namespace, uri) -> tuple[str, ...]:
+    """The columns that identify a row of ``uri``, from the write contract of the project's
+    asset that writes it: a merge's or seed's key, a history table's key and ``valid_from``
+    (one row per version); none for other tables, or a table the project does not write."""
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+    from assetlake_dagster.spec import VALID_FROM, MaterializeSpec, WriteStrategy, contract_table
+
+    project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
+    defs = build_definitions(project_dir, lake_root=args.lake_root)
+    for node in defs.resolve_asset_graph().asset_nodes:
+        if contract_table(node.metadata) == uri:
+            spec = MaterializeSpec.from_metadata(node.metadata)
+            if spec.strategy is WriteStrategy.HISTORY:
+                return (*spec.key, VALID_FROM)
+            return spec.key if spec.strategy is WriteStrategy.MERGE else ()
+    return ()
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": _validate,
     "plan": _plan,
     "test": _test,
+    "diff": _diff,
     "backfill": _backfill,
     "restore": _restore,
     "optimize": _optimize,
@@ -405,6 +458,22 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     backfill.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
     backfill.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    diff = commands.add_parser(
+        "diff",
+        help="the schema diff and the rows added, removed and changed between two versions of a table",
+        description="Compare TABLE at --from with TABLE at --to (default: the latest version and the one "
+        "before it), or, with --against, the same table in another lake (e.g. prod) with this one. Rows are "
+        "matched by the table's key (a merge's or seed's key=, a history table's key and valid_from, from "
+        "--project-dir), else by --key, else whole. Prints counts and a few rows of each kind. Writes nothing.",
+    )
+    diff.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
+    diff.add_argument("--from", dest="start", type=int, default=None, metavar="V", help="the version to compare from")
+    diff.add_argument("--to", dest="end", type=int, default=None, metavar="W", help="the version to compare to")
+    diff.add_argument("--against", default=None, metavar="LAKE_ROOT", help="compare with the table in this lake (--from is its version)")
+    diff.add_argument("--key", default=None, metavar="C1,C2", help="match rows by these columns ('' for whole rows)")
+    diff.add_argument("--sample", type=int, default=5, help="rows shown of each kind (default 5)")
+    diff.add_argument("--project-dir", default=None, help="the SQL folder, for the table's key (default: $ASSETLAKE_PROJECT_DIR or the demo)")
+    diff.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     restore = commands.add_parser(
         "restore",
         help="restore a table to an earlier Delta version (a new commit; history is kept)",

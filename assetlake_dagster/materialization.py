@@ -46,6 +46,8 @@ OUTPUT_ROWS_METRIC = "numOutputRows"
 #: The schema history of a table on its materializations (schema_history.py).
 SCHEMA_VERSION_KEY = "assetlake/schema_version"
 SCHEMA_DIFF_KEY = "assetlake/schema_diff"
+#: A merge's or history write's rows by kind, from its commit's metrics (``assetlake diff`` shows them).
+ROW_CHANGES_KEY = "assetlake/row_changes"
 
 
 def column_schema(schema: StructType, descriptions: Optional[Mapping[str, str]] = None) -> dg.TableSchema:
@@ -254,9 +256,17 @@ def materialization_metadata(
         "delta/operation": result.operation or "none (nothing changed)",
         "delta/operation_metrics": dg.MetadataValue.json(dict(result.operation_metrics)),
         "assetlake/rows_written": dg.MetadataValue.int(result.rows_written),
+        ROW_CHANGES_KEY: _row_changes(strategy, result),
         "assetlake/preview": dg.MetadataValue.md(markdown_preview(table, key=key)),
     }
     return {k: v for k, v in metadata.items() if v is not None}
+
+
+def _row_changes(strategy: str, result: WriteResult) -> Optional[dg.MetadataValue]:
+    from assetlake_dagster.lake.row_diff import row_changes
+
+    changes = row_changes(strategy, result.operation_metrics) if result.committed else None
+    return dg.MetadataValue.json(changes) if changes is not None else None
 
 
 def schema_version_metadata(

@@ -115,11 +115,13 @@ def test_merge_counts_the_whole_table_not_the_rows_merged(spark, lake_root):
     # One update, one insert: 2 rows written, 1 inserted, 4 in the table.
     merged = write(spark, lake_root, "merge", [(2, "bob", 9.0), (4, "di", None)], "m2", key=["id"])
     assert (merged.version, merged.operation, merged.rows_written) == (1, "MERGE", 2)
-    check(spark, lake_root, "merge", merged, 4, COLUMNS)
+    md = check(spark, lake_root, "merge", merged, 4, COLUMNS)
+    # The diff summary comes from the commit's own metrics.
+    assert md["assetlake/row_changes"].value == {"inserted": 1, "updated": 1, "deleted": 0}
     unchanged = write(spark, lake_root, "merge", [(2, "bob", 9.0)], "m3", key=["id"])
     assert (unchanged.committed, unchanged.version, unchanged.operation) == (False, 1, None)
     md = check(spark, lake_root, "merge", unchanged, 4, COLUMNS)
-    assert md["delta/operation"] == "none (nothing changed)"
+    assert md["delta/operation"] == "none (nothing changed)" and "assetlake/row_changes" not in md
 
 
 def test_append_counts_the_whole_table_and_a_rerun_its_own_version(spark, lake_root):
@@ -145,7 +147,8 @@ def test_history_counts_every_version_row(spark, lake_root):
     # bob changes (closed + reopened), cy is new: 2 + 1 + 1 rows.
     changed = write(spark, lake_root, "history", [(1, "ann", None), (2, "bob", 7.0), (3, "cy", 2.0)], "h2", key=["id"])
     assert changed.operation == "MERGE"
-    check(spark, lake_root, "history", changed, 4, HISTORY_COLUMNS)
+    md = check(spark, lake_root, "history", changed, 4, HISTORY_COLUMNS)
+    assert md["assetlake/row_changes"].value == {"versions_opened": 2, "versions_closed": 1}
     same = write(spark, lake_root, "history", [(1, "ann", None), (2, "bob", 7.0), (3, "cy", 2.0)], "h3", key=["id"])
     assert not same.committed
     check(spark, lake_root, "history", same, 4, HISTORY_COLUMNS)
