@@ -42,6 +42,12 @@ def _plan(args: argparse.Namespace) -> int:
     from assetlake_dagster.lake.root import Lake, default_lake_root
     from assetlake_dagster.planning import render_plan
 
+    if args.changed:
+        return _plan_changed(args)
+    if args.file is None:
+        print("assetlake plan: name a FILE, or --changed for the whole project", file=sys.stderr)
+        return 2
+
     try:
         with open(args.file, encoding="utf-8") as f:
             text = f.read()
@@ -57,6 +63,27 @@ def _plan(args: argparse.Namespace) -> int:
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
+    return 0
+
+
+def _plan_changed(args: argparse.Namespace) -> int:
+    """The project's assets whose code differs from what the lake (or the prod lake a dev
+    lake defers to) last ran, and what they make stale downstream."""
+    from assetlake_dagster.code_changes import code_changes
+    from assetlake_dagster.defer import DEFER_ENV
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+    from assetlake_dagster.lake.root import Lake, default_lake_root
+
+    project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
+    root = args.against or os.environ.get(DEFER_ENV) or args.lake_root or default_lake_root()
+    try:
+        project = load_project(project_dir, load_python_files=False)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    assets = [(s.uri, os.path.relpath(s.path, project_dir), s.code_version, [u.uri for u in s.upstreams]) for s in project.assets]
+    assets += [(seed.uri, os.path.relpath(seed.path, project_dir), seed.code_version, []) for seed in project.seeds]
+    print(code_changes(Lake(root), assets).render(root))
     return 0
 
 
@@ -432,7 +459,15 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Show what materializing FILE would do: its query, setup statements, the Delta "
         "operation with its MERGE/WRITE statement, and the target path. Runs nothing.",
     )
-    plan.add_argument("file", metavar="FILE", help="an annotated SQL file")
+    plan.add_argument("file", metavar="FILE", nargs="?", default=None, help="an annotated SQL file")
+    plan.add_argument(
+        "--changed",
+        action="store_true",
+        help="instead: list the project's assets whose file changed against what the lake last ran "
+        "(--against, else $ASSETLAKE_DEFER_TO, else --lake-root), and what they make stale downstream",
+    )
+    plan.add_argument("--against", default=None, metavar="LAKE_ROOT", help="with --changed: the lake to compare with (e.g. prod)")
+    plan.add_argument("--project-dir", default=None, help="with --changed: the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
     plan.add_argument(
         "--lake-root", default=None, help="lake root for the target path (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)"
     )

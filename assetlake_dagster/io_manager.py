@@ -393,7 +393,16 @@ def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] =
         asset=f"{uri.schema}/{uri.table}",
         partition=partition,
         idempotency_id=idempotency_id,
+        code_version=_code_version(context),
     )
+
+
+def _code_version(context: dg.OutputContext) -> Optional[str]:
+    """The asset's code version, when the context knows its asset (not a bare test context)."""
+    try:
+        return context.asset_spec.code_version
+    except Exception:  # DagsterInvariantViolationError: built without an asset spec
+        return None
 
 
 def _orphans(

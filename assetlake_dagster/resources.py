@@ -13,11 +13,14 @@ bundled code location and the ``assetlake`` CLI without any Python):
 No ``from __future__ import annotations`` here: Dagster introspects resource fields.
 """
 
+import os
 from typing import TYPE_CHECKING, Optional
 
 import dagster as dg
 from pydantic import Field
 
+from assetlake_dagster.defer import DEFER_ENV
+from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
@@ -116,6 +119,13 @@ class SparkDeltaResource(dg.ConfigurableResource):
         "spark_conf value wins.",
     )
 
+    defer_to: Optional[str] = Field(
+        default=None,
+        description="A prod lake root this (dev) lake defers to: a run reads every upstream this lake does "
+        "not have from there, read-only, pinned to the version the run saw first, and writes only here. "
+        "Default: $ASSETLAKE_DEFER_TO, else none.",
+    )
+
     def effective_spark_conf(self) -> dict[str, str]:
         """``spark_conf`` with the settings other fields ask for (``deletion_vectors``).
 
@@ -129,6 +139,24 @@ class SparkDeltaResource(dg.ConfigurableResource):
     @property
     def lake(self) -> Lake:
         return Lake(self.lake_root or default_lake_root(), s3_settings=self.s3_settings())
+
+    @property
+    def defer_lake(self) -> Optional[Lake]:
+        """The prod lake this lake defers to (``defer_to``), if any.
+
+        Raises:
+            ConfigError: it is this lake itself (a run would read and write the same tables).
+        """
+        root = self.defer_to or os.environ.get(DEFER_ENV)
+        if not root:
+            return None
+        prod = Lake(root, s3_settings=self.s3_settings())
+        if prod.root.rstrip("/") == self.lake.root.rstrip("/"):
+            raise ConfigError(
+                f"defer_to ({DEFER_ENV}) is the lake root itself ({prod.root}). Point it at the prod lake, "
+                "and lake_root at a dev lake of your own."
+            )
+        return prod
 
     def s3_settings(self) -> S3Settings:
         """The S3 settings: these fields, else the standard AWS variables."""

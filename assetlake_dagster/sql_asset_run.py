@@ -14,6 +14,7 @@ import dagster as dg
 
 from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.data_tests import blocking_failures, evaluate_run
+from assetlake_dagster.defer import deferred_inputs, deferred_metadata
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
@@ -22,6 +23,7 @@ from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
+from assetlake_dagster.sql_rewrite import with_tables_replaced
 from assetlake_dagster.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.lake.versions import current_version
@@ -40,8 +42,15 @@ def run_sql_asset(
 ) -> Iterator[Any]:
     """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
     run config's argument values ``args``."""
-    lake = resource.lake
-    upstream_versions = resolve_upstreams(spark, lake, spec)
+    lake, prod = resource.lake, resource.defer_lake
+    # A dev lake's missing upstreams are read from prod, pinned for the run (defer.py).
+    deferred = deferred_inputs(spark, lake, prod, spec, context)
+    upstream_versions = resolve_upstreams(spark, lake, spec, elsewhere=deferred)
+    written = spec  # lineage is the file's, whatever the run reads
+    if deferred:
+        spec = with_tables_replaced(spec, {uri: d.sql for uri, d in deferred.items()})
+        shown = ", ".join(f"{d.uri} (version {d.version})" for d in deferred.values())
+        context.log.info(f"read from the prod lake {prod.root}: {shown}")
     context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
     slices = run_slices(context) if spec.partitions else []
     if slices:
@@ -86,7 +95,8 @@ def run_sql_asset(
         output_name=output_name,
         metadata={
             UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
-            **column_lineage_metadata(spark, spec, keys_by_table),
+            **(deferred_metadata(prod, deferred) if deferred else {}),
+            **column_lineage_metadata(spark, written, keys_by_table),
         },
     )
     # The tests ran on the staged rows, before the commit; their results are reported

@@ -7,7 +7,7 @@ run config into those values.
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Optional
 
 from pyspark.errors import PySparkException
@@ -33,12 +33,19 @@ _TEMP_VIEW_RE = re.compile(
 )
 
 
-def resolve_upstreams(spark: SparkSession, lake: Lake, spec: SqlAssetSpec) -> dict[str, Optional[int]]:
-    """Register each upstream table in the session catalog; return the versions read."""
+def resolve_upstreams(
+    spark: SparkSession, lake: Lake, spec: SqlAssetSpec, elsewhere: Collection[TableUri] = ()
+) -> dict[str, Optional[int]]:
+    """Register each upstream table in the session catalog; return the versions read.
+
+    ``elsewhere``: upstreams read from another lake (a dev run's prod inputs), left alone.
+    """
     versions: dict[str, Optional[int]] = {}
     missing = []
     for upstream in spec.upstreams:
         uri = upstream.uri
+        if uri in elsewhere:
+            continue
         if not lake.table_exists(spark, uri):
             base = _history_base(uri)
             if base is not None and lake.table_exists(spark, base):

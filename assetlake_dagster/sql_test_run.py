@@ -20,16 +20,13 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Optional
 
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-
 from assetlake_dagster.errors import AssetlakeError, Diagnostic, ProjectError, display_path
-from assetlake_dagster.spec import SqlAssetSpec, SqlStatement, TableUri
-from assetlake_dagster.sql_analysis import DIALECT
+from assetlake_dagster.spec import SqlAssetSpec, TableUri
+from assetlake_dagster.sql_rewrite import with_tables_replaced
 from assetlake_dagster.sql_tests import SqlTestCase, discover_test_files, parse_test_file, sql_path_of, tests_path
 
 if TYPE_CHECKING:
@@ -144,7 +141,7 @@ def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -
     try:
         for table in case.given:
             _given_view(spark, table, views[table.uri], case)
-        tested = _pointed_at(spec, views)
+        tested = with_tables_replaced(spec, views)
         args = {**bind_arguments(spec.arguments, {}), **case.args, **_partition_bindings(spec, case.partition)}
         try:
             rows = run_sql_file(spark, tested, args)
@@ -197,45 +194,6 @@ def assert_sql_tests_pass(path: str, spark: "SparkSession") -> list[SqlTestResul
     if failed:
         raise AssertionError(f"{len(failed)} of {len(results)} SQL tests failed:\n" + "\n".join(r.render() for r in failed))
     return results
-
-
-def rename_tables(sql: str, names: Mapping[TableUri, str]) -> str:
-    """``sql`` with each schema-qualified reference to a table of ``names`` replaced by its
-    new (unqualified) name; the rest of the text is kept as written.
-
-    Example:
-        >>> rename_tables("SELECT a.x FROM raw.a AS a JOIN `raw`.`b` ON 1=1", {TableUri("raw", "a"): "v1", TableUri("raw", "b"): "v2"})
-        'SELECT a.x FROM v1 AS a JOIN v2 ON 1=1'
-    """
-    wanted = {(u.schema.lower(), u.table.lower()): name for u, name in names.items()}
-    spans = []
-    for expression in Dialect.get_or_raise(DIALECT).parse(sql):
-        if expression is None:
-            continue
-        for table in expression.find_all(exp.Table):
-            db, name = table.args.get("db"), table.this
-            if not isinstance(db, exp.Identifier) or not isinstance(name, exp.Identifier) or table.args.get("catalog"):
-                continue
-            new = wanted.get((db.name.lower(), name.name.lower()))
-            start, end = db.meta.get("start"), name.meta.get("end")
-            if new is not None and start is not None and end is not None:
-                spans.append((start, end + 1, new))
-    for start, end, new in sorted(spans, reverse=True):
-        sql = sql[:start] + new + sql[end:]
-    return sql
-
-
-def _pointed_at(spec: SqlAssetSpec, views: Mapping[TableUri, str]) -> SqlAssetSpec:
-    """``spec`` with its statements reading ``views`` instead of the tables they stand for."""
-
-    def renamed(statement: SqlStatement) -> SqlStatement:
-        return replace(statement, sql=rename_tables(statement.sql, views))
-
-    return replace(
-        spec,
-        setup=tuple(renamed(s) for s in spec.setup),
-        select=renamed(spec.select) if spec.select is not None else None,
-    )
 
 
 def _given_view(spark: "SparkSession", table, view: str, case: SqlTestCase) -> None:

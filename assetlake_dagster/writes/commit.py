@@ -51,12 +51,15 @@ class CommitStamp:
         partition: the partition key, or ``None`` for a whole-table write.
         idempotency_id: the run whose retries must not repeat an append (the run itself,
             or the original run for a resumed re-execution).
+        code_version: the asset's code version (a SQL file's hash) that wrote the commit, so
+            that a lake says which code its tables hold (``assetlake plan --changed``).
     """
 
     run_id: str
     asset: str
     partition: Optional[str] = None
     idempotency_id: str = ""
+    code_version: Optional[str] = None
 
     @property
     def root_run_id(self) -> str:
@@ -80,16 +83,10 @@ class CommitStamp:
             >>> json.loads(CommitStamp("r1", "s/t", "${env:HOME}").user_metadata())["assetlake"]["partition"]
             '${env:HOME}'
         """
-        text = json.dumps(
-            {
-                STAMP_TAG: {
-                    "run_id": self.run_id,
-                    "root_run_id": self.root_run_id,
-                    "asset": self.asset,
-                    "partition": self.partition,
-                }
-            }
-        )
+        stamp = {"run_id": self.run_id, "root_run_id": self.root_run_id, "asset": self.asset, "partition": self.partition}
+        if self.code_version:
+            stamp["code_version"] = self.code_version
+        text = json.dumps({STAMP_TAG: stamp})
         return text.replace("$", "\\u0024")
 
     def matches(self, user_metadata: Optional[str]) -> bool:

@@ -1,5 +1,6 @@
 """Layer 3: SQL built by the write strategies, compared as exact strings (no Spark)."""
 
+import json
 import re
 
 import pytest
@@ -111,6 +112,10 @@ def test_stamp_round_trip():
     assert not stamp.matches(CommitStamp("r1", "s/t", "other").user_metadata())
     assert not stamp.matches(CommitStamp("r1", "s/u", "2024-01-01'--").user_metadata())
     assert not stamp.matches("not json") and not stamp.matches(None)
+    # The code version rides along (plan --changed reads it) and changes no match.
+    versioned = CommitStamp("r1", "s/t", "2024-01-01'--", "r0", code_version="abc123")
+    assert json.loads(versioned.user_metadata())["assetlake"]["code_version"] == "abc123"
+    assert stamp.matches(versioned.user_metadata()) and versioned.matches(stamp.user_metadata())
 
 
 def test_history_changes_are_staged_from_one_join_with_the_current_rows():
