@@ -233,6 +233,16 @@ def output_run(context: dg.OutputContext) -> Optional[tuple[dg.DagsterRun, dg.Da
     return step_context.dagster_run, step_context.instance
 
 
+def input_run(context: dg.InputContext) -> Optional[tuple[dg.DagsterInstance, str]]:
+    """The instance and run id an IO manager loads an input for; ``None`` for a bare
+    ``build_input_context()``."""
+    try:
+        step_context = context.step_context
+    except Exception:  # noqa: BLE001 - a context built without a run has no step context
+        return None
+    return step_context.instance, step_context.dagster_run.run_id
+
+
 def add_partition_output_metadata(context: dg.OutputContext, metadata: Mapping[str, Any], partition_key: str) -> None:
     """Metadata on one partition's materialization of the output's asset."""
     # OutputContext.add_output_metadata covers the whole output; a batch records each
@@ -256,6 +266,7 @@ __all__ = [
     "condition_without",
     "has_out_of_range_cron_interval",
     "implicit_asset_job",
+    "input_run",
     "is_materializable",
     "is_valid_cron_string",
     "is_valid_owner",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.lake.delta_sql import is_delta_table, read
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.spec import PARTITION_COLUMN, THIS_MARKER, DataTestKind, DataTestSpec
+from assetlake_dagster.spec import PARTITION_COLUMN, THIS_MARKER, DataTestKind, DataTestSpec, TableUri
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when tests run, not with the definitions (checks.py)
@@ -91,9 +91,10 @@ def evaluate(
     scope: DataFrame,
     scope_text: str,
     bindings: Mapping[str, Any],
+    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
 ) -> list[TestOutcome]:
     """Every test on one scope (the scope is cached once for all of them)."""
-    return _evaluate_groups(spark, lake, tests, scope, {None: (scope_text, bindings)}, batch=False)
+    return _evaluate_groups(spark, lake, tests, scope, {None: (scope_text, bindings)}, batch=False, elsewhere=elsewhere)
 
 
 def evaluate_run(
@@ -104,8 +105,13 @@ def evaluate_run(
     scope_text: str,
     args: Mapping[str, Any],
     slices: Sequence[Any],
+    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
 ) -> list[TestOutcome]:
     """Every test for one run.
+
+    ``elsewhere``: tables read from another lake at a pinned version, ``{table: (path,
+    version)}`` (a dev run's prod inputs, :mod:`assetlake_dagster.defer`), for the tables a
+    ``relationships`` test reads.
 
     Unpartitioned: one outcome per test. Partitioned: one outcome per test per partition,
     in partition order, each with its ``partition`` set. A batch (several partitions in one
@@ -121,7 +127,7 @@ def evaluate_run(
         [('d1', 'unique_order_id', False), ('d2', 'unique_order_id', True)]
     """
     if not slices:
-        return evaluate(spark, lake, tests, scope, scope_text, args)
+        return evaluate(spark, lake, tests, scope, scope_text, args, elsewhere)
     keys = [piece.key for piece in slices]
     groups = {
         piece.key: (
@@ -130,7 +136,7 @@ def evaluate_run(
         )
         for piece in slices
     }
-    return _evaluate_groups(spark, lake, tests, scope, groups, batch=len(slices) > 1)
+    return _evaluate_groups(spark, lake, tests, scope, groups, batch=len(slices) > 1, elsewhere=elsewhere)
 
 
 def _evaluate_groups(
@@ -140,6 +146,7 @@ def _evaluate_groups(
     scope: DataFrame,
     groups: Mapping[Optional[str], tuple[str, Mapping[str, Any]]],
     batch: bool,
+    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
 ) -> list[TestOutcome]:
     """The outcomes of ``tests`` for each group (partition key, or ``None``) of ``scope``.
 
@@ -167,7 +174,7 @@ def _evaluate_groups(
                     samples = tuple(_row_text(r.asDict()) for r in failing.limit(SAMPLE_SIZE).collect()) if count else ()
                     found[index, key] = (count, samples)
             else:
-                failing, describe = _failing(spark, lake, test, keyed)
+                failing, describe = _failing(spark, lake, test, keyed, elsewhere)
                 for key, result in _count_by_group(failing, describe).items():
                     found[index, key] = result
         return [
@@ -216,7 +223,13 @@ def _row_text(row: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {v!r}" for k, v in list(row.items())[:4]) + "}"
 
 
-def _failing(spark: SparkSession, lake: Lake, test: DataTestSpec, scope: DataFrame):
+def _failing(
+    spark: SparkSession,
+    lake: Lake,
+    test: DataTestSpec,
+    scope: DataFrame,
+    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
+):
     """The failing rows of a built-in test, each with the scope's group column kept."""
     columns = list(test.columns)
 
@@ -234,12 +247,12 @@ def _failing(spark: SparkSession, lake: Lake, test: DataTestSpec, scope: DataFra
         bad = scope.where(column.isNotNull() & ~column.cast("string").isin(list(test.values)))
         return bad.select(_GROUP, *columns), values
     if test.kind is DataTestKind.RELATIONSHIPS:
-        ref_path = lake.table_path(test.ref_uri)
-        if not is_delta_table(spark, ref_path):
+        ref_path, ref_version = elsewhere.get(test.ref_uri) or (lake.table_path(test.ref_uri), None)
+        if ref_version is None and not is_delta_table(spark, ref_path):
             # Nothing can match: every non-NULL value fails, with the reason in the sample.
             rows = scope.where(scope[columns[0]].isNotNull()).select(_GROUP, *columns)
             return rows, lambda r: f"{values(r)} ({test.ref_uri} has no table yet)"
-        ref = read(spark, ref_path)
+        ref = read(spark, ref_path, ref_version)
         ref = ref.select(ref[test.ref_column].alias("__assetlake_ref")).distinct()
         present = scope.where(scope[columns[0]].isNotNull())
         missing = present.join(ref, present[columns[0]] == ref["__assetlake_ref"], "left_anti")

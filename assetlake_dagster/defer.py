@@ -16,7 +16,7 @@ dbt calls this ``--defer --state``, SQLMesh virtual environments.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -45,44 +45,54 @@ class DeferredInput:
         table: the prod table behind it (the history table of a ``_current`` view).
         version: the prod version the whole run reads.
         sql: what the SQL reads instead of ``uri``.
+        path: where ``table`` lives in prod.
     """
 
     uri: TableUri
     table: TableUri
     version: int
     sql: str
+    path: str = ""
 
 
 def deferred_inputs(
     spark: "SparkSession",
     lake: Lake,
     prod: Optional[Lake],
-    spec: SqlAssetSpec,
-    context: Optional["dg.AssetExecutionContext"] = None,
+    uris: Iterable[TableUri],
+    run: Optional[tuple["dg.DagsterInstance", str]] = None,
 ) -> dict[TableUri, DeferredInput]:
-    """The upstreams of ``spec`` that ``lake`` does not have and ``prod`` does, pinned.
+    """Of ``uris`` (the tables a run reads), those ``lake`` does not have and ``prod`` does, pinned.
 
-    ``context``'s run tags pin each version for the run (without one, the latest is read).
+    ``run`` (its instance and id) pins each version for the run; without one, the latest
+    is read.
     """
     from assetlake_dagster.lake.versions import current_version
 
     if prod is None:
         return {}
     found = {}
-    for upstream in spec.upstreams:
-        uri = upstream.uri
+    for uri in uris:
         if lake.table_exists(spark, uri) or lake.table_exists(spark, _history_table(uri) or uri):
             continue
         table = uri if prod.table_exists(spark, uri) else _history_table(uri)
         if table is None or not prod.table_exists(spark, table):
-            continue  # in neither lake: resolve_upstreams reports it
+            continue  # in neither lake: the run reports it
         path = prod.table_path(table)
-        version = _pinned(context, table, current_version(spark, path))
+        version = _pinned(run, table, current_version(spark, path))
         source = f"{path_identifier(path)} VERSION AS OF {int(version)}"
         if table != uri:  # the `_current` view of a history table
             source = f"(SELECT * FROM {source} WHERE {quote_identifier(IS_CURRENT)})"
-        found[uri] = DeferredInput(uri, table, version, source)
+        found[uri] = DeferredInput(uri, table, version, source, path)
     return found
+
+
+def sql_asset_reads(spec: SqlAssetSpec) -> list[TableUri]:
+    """The tables a SQL asset's run reads: its upstreams and its relationships tests' tables."""
+    from assetlake_dagster.spec import DataTestKind
+
+    refs = [t.ref_uri for t in spec.data_tests if t.kind is DataTestKind.RELATIONSHIPS and t.ref_uri is not None]
+    return list(dict.fromkeys([*(u.uri for u in spec.upstreams), *refs]))
 
 
 def deferred_metadata(prod: Lake, inputs: Mapping[TableUri, DeferredInput]) -> dict[str, Any]:
@@ -101,15 +111,15 @@ def deferred_metadata(prod: Lake, inputs: Mapping[TableUri, DeferredInput]) -> d
     return {DEFERRED_INPUTS_KEY: dg.MetadataValue.json(value)}
 
 
-def _pinned(context: Optional["dg.AssetExecutionContext"], table: TableUri, latest: int) -> int:
+def _pinned(run: Optional[tuple["dg.DagsterInstance", str]], table: TableUri, latest: int) -> int:
     """The version of ``table`` this run reads: the one its first reader recorded, else
     ``latest``, recorded now."""
-    if context is None:
+    if run is None:
         return latest
     from assetlake_dagster.dagster_internals import add_run_tags
 
     tag = PIN_TAG_PREFIX + table.sql_name
-    instance, run_id = context.instance, context.run.run_id
+    instance, run_id = run
     recorded = (instance.get_run_by_id(run_id).tags or {}).get(tag)
     if recorded is None:
         add_run_tags(instance, run_id, {tag: str(latest)})

@@ -14,7 +14,7 @@ import dagster as dg
 
 from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.data_tests import blocking_failures, evaluate_run
-from assetlake_dagster.defer import deferred_inputs, deferred_metadata
+from assetlake_dagster.defer import deferred_inputs, deferred_metadata, sql_asset_reads
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
@@ -44,8 +44,9 @@ def run_sql_asset(
     run config's argument values ``args``."""
     lake, prod = resource.lake, resource.defer_lake
     # A dev lake's missing upstreams are read from prod, pinned for the run (defer.py).
-    deferred = deferred_inputs(spark, lake, prod, spec, context)
+    deferred = deferred_inputs(spark, lake, prod, sql_asset_reads(spec), (context.instance, context.run.run_id))
     upstream_versions = resolve_upstreams(spark, lake, spec, elsewhere=deferred)
+    prod_reads = {d.uri: (d.path, d.version) for d in deferred.values() if d.uri == d.table}
     written = spec  # lineage is the file's, whatever the run reads
     if deferred:
         spec = with_tables_replaced(spec, {uri: d.sql for uri, d in deferred.items()})
@@ -67,7 +68,7 @@ def run_sql_asset(
         scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, partitions))
         if scope is None:
             raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
-        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
         if blocking_failures(outcomes):
             # Dagster fails the step for a failed blocking check; retrying cannot help.
             refuse_run_retries(context.instance, context.run.run_id)
@@ -81,7 +82,7 @@ def run_sql_asset(
         df = local_checkpoint(df)
         target = _audit_target(spec, lake, partitions)
         scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
-        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
         for outcome in outcomes:
             if not outcome.passed:
                 context.log.warning(outcome.message(str(spec.uri)))

@@ -123,3 +123,34 @@ def test_plan_changed_lists_files_that_differ_from_what_prod_ran_and_their_downs
     assert out[0] == f"changed against {prod} (code versions):"
     assert out[1].startswith("  delta://s/mid  mid.sql: ran ") and ", now " in out[1]
     assert out[2:] == ["  delta://s/new  new.sql: not in that lake yet", "stale downstream:", "  delta://s/top (from delta://s/mid)"]
+
+
+def test_python_inputs_and_relationships_tests_read_prod_too(spark, lakes, tmp_path):
+    """A Python asset's input loaded by the IO manager, and a relationships test's table."""
+    from assetlake_dagster.io_manager import DeltaIOManager, managed_write
+
+    prod, dev, project = lakes
+    (tmp_path / "project" / "checked.sql").write_text(
+        "-- materialize delta://s/checked\n-- data_test relationships id -> delta://s/mid.id\n\nSELECT 2 AS id\n"
+    )
+    resource = SparkDeltaResource(lake_root=dev, defer_to=prod)
+
+    @dg.asset(key=["s", "py"], deps=[], metadata=managed_write("replace"), ins={"mid": dg.AssetIn(key=["s", "mid"])})
+    def py(mid):
+        return mid.selectExpr("id", "upper(name) AS name")
+
+    mid_source = dg.AssetSpec(key=["s", "mid"], metadata=managed_write("merge", key=["id"]))
+    defs = dg.Definitions(assets=[py, mid_source], resources={"spark": resource, "io_manager": DeltaIOManager(spark=resource)})
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, asset_selection=[dg.AssetKey(["s", "py"])])
+    assert result.success
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM delta.`{dev}/s/py`").collect()) == [(1, "ANN"), (2, "BOB")]
+    assert instance.get_run_by_id(result.run_id).tags["assetlake/deferred/s.mid"] == "1"
+
+    sql_defs = build_definitions(project, spark=resource)
+    checked = sql_defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, asset_selection=[dg.AssetKey(["s", "checked"])]
+    )
+    assert checked.success
+    (evaluation,) = [e.asset_check_evaluation_data for e in checked.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert evaluation.passed  # id 2 is in prod's s.mid (version 1), though the dev lake has no s.mid
