@@ -33,6 +33,7 @@ DEMO_KEYS = {
     "staging/payments",
     "analytics/payment_reconciliation",
     "landing/payments",
+    "ref/countries",
 }
 #: The demo's external tables (read, produced by no file: nothing to materialize).
 DEMO_EXTERNAL_KEYS = {"landing/payments"}

@@ -5,12 +5,12 @@
 // Normally started by scripts/ui_smoke.sh, which installs Chromium and playwright-core,
 // starts `dagster dev` on a throwaway DAGSTER_HOME and lake, and stops it afterwards.
 //
-// Steps, as a new user does them: the code location's Assets page lists all 12 materializable
+// Steps, as a new user does them: the code location's Assets page lists all 13 materializable
 // demo asset keys and the external landing/payments; the global asset lineage graph is
-// screenshotted (asset_graph.png); "Materialize all (12)…" is clicked: the demo has
+// screenshotted (asset_graph.png); "Materialize all (13)…" is clicked: the demo has
 // partitioned assets (daily staging/orders, staging/payments and
 // analytics/payment_reconciliation, monthly analytics/monthly_revenue), so Dagster opens its
-// "Launch runs to materialize 12 assets" dialog; staging/payments being the only partitioned
+// "Launch runs to materialize 13 assets" dialog; staging/payments being the only partitioned
 // root, it shows a range picker with nothing selected: "All" is clicked (the range
 // [2024-01-01...2024-03-31]), then "Launch backfill"; the toast's "View" opens the backfill page; the backfill
 // is followed (bounded) until it completes, the daemon running it as batch runs one at a
@@ -90,10 +90,11 @@ const ASSET_KEYS = [
   'ops/load_log',
   'staging/payments',
   'analytics/payment_reconciliation',
+  'ref/countries',
 ];
 // The external landing table: listed (group external), observed, never materialized.
 const EXTERNAL_KEY = 'landing/payments';
-const GROUPS = ['raw', 'customers', 'sales', 'ops', 'payments', 'external'];
+const GROUPS = ['raw', 'customers', 'sales', 'ops', 'payments', 'ref', 'external'];
 // The partitioned ones and their partition counts (orders.sql, monthly_revenue.sql,
 // payments.sql, payment_reconciliation.sql).
 const PARTITIONS = {

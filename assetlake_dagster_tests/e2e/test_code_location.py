@@ -31,7 +31,7 @@ def test_code_location_defaults_to_the_demo(monkeypatch, tmp_path):
     defs = _load(monkeypatch)
     assert _keys(defs) == DEMO_KEYS
     groups = {node.group_name for node in defs.resolve_asset_graph().asset_nodes}
-    assert groups == {"raw", "sales", "customers", "ops", "payments", "external"}
+    assert groups == {"raw", "sales", "customers", "ops", "payments", "ref", "external"}
     assert defs.resources["spark"].lake.root == os.path.realpath(tmp_path / ".assetlake" / "lake")
     assert isinstance(defs.executor, dg.ExecutorDefinition) and defs.executor.name == "in_process"
 
