@@ -199,34 +199,30 @@ def diff_table(
     Raises:
         AssetlakeError: a table or version that does not exist; a key that is not unique.
     """
-    from assetlake_dagster.lake.delta_sql import read
-    from assetlake_dagster.lake.versions import current_version
-
-    latest = current_version(spark, path)
-    if latest is None:
-        raise AssetlakeError(f"{uri}: no Delta table at {path}. Materialize it first, or check --lake-root.")
-    to_version = latest if to_version is None else to_version
-    _check_version(uri, path, to_version, latest)
-    after = read(spark, path, to_version)
+    after, to_version = _read_version(spark, uri, path, to_version, "Materialize it first, or check --lake-root.")
     if against_path is not None:
-        other_latest = current_version(spark, against_path)
-        if other_latest is None:
-            raise AssetlakeError(f"{uri}: no Delta table at {against_path} to compare with. Check --against.")
-        from_version = other_latest if from_version is None else from_version
-        _check_version(uri, against_path, from_version, other_latest)
-        before = read(spark, against_path, from_version)
+        before, from_version = _read_version(spark, uri, against_path, from_version, "Check --against.")
         labels = (f"{against_label} version {from_version}", f"this lake's version {to_version}")
     else:
         from_version = to_version - 1 if from_version is None else from_version
         if from_version >= 0:
-            _check_version(uri, path, from_version, latest)
-            before, before_label = read(spark, path, from_version), f"version {from_version}"
+            before, _ = _read_version(spark, uri, path, from_version, "")
+            before_label = f"version {from_version}"
         else:
             before, before_label = after.limit(0), "no table"
         labels = (before_label, f"version {to_version}")
     return diff_rows(before, after, key, sample, str(uri), labels)
 
 
-def _check_version(uri: Any, path: str, version: int, latest: int) -> None:
+def _read_version(spark: Any, uri: Any, path: str, version: Optional[int], missing_hint: str) -> tuple["DataFrame", int]:
+    """The table at ``path`` as of ``version`` (default: its latest), and that version."""
+    from assetlake_dagster.lake.delta_sql import read
+    from assetlake_dagster.lake.versions import current_version
+
+    latest = current_version(spark, path)
+    if latest is None:
+        raise AssetlakeError(f"{uri}: no Delta table at {path}. {missing_hint}".rstrip())
+    version = latest if version is None else version
     if not 0 <= version <= latest:
         raise AssetlakeError(f"{uri}: version {version} does not exist at {path}; its versions are 0 to {latest}.")
+    return read(spark, path, version), version
