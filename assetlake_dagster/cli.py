@@ -328,7 +328,9 @@ def _test(args: argparse.Namespace) -> int:
 
     from assetlake_dagster.sql_test_run import load_sql_tests, run_sql_tests
 
-    paths = args.paths or [os.environ.get("ASSETLAKE_PROJECT_DIR") or "."]
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+
+    paths = args.paths or [os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR]
     try:
         cases = load_sql_tests(paths)
     except AssetlakeError as err:
@@ -449,7 +451,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="run the SQL unit tests (<name>.tests.yml beside <name>.sql) on a local Spark session, no lake",
         description="Run each test's SQL over its given rows (temporary views) and compare the rows it returns "
         "with the expected ones; print a diff for each failure. PATH is a project folder, a SQL file or a "
-        "tests file (default: $ASSETLAKE_PROJECT_DIR or the current folder). Exit 1 if a test fails, 2 if a "
+        "tests file (default: $ASSETLAKE_PROJECT_DIR or the demo). Exit 1 if a test fails, 2 if a "
         "test or SQL file has mistakes.",
     )
     test.add_argument("paths", metavar="PATH", nargs="*", help="folders, SQL files or *.tests.yml files")
