@@ -81,7 +81,14 @@ def history(spark, lake_root, table):
     """``(version, operation, userMetadata)`` newest first, read through the server."""
     path = os.path.join(os.path.realpath(lake_root), *table.split("/"))
     rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
-    return [(r.version, r.operation, r.userMetadata) for r in rows]
+    return [(r.version, r.operation, _run_stamp(r.userMetadata)) for r in rows]
+
+
+def _run_stamp(user_metadata):
+    """The commit's stamp without the asset's code version (a file hash, checked elsewhere)."""
+    stamp = json.loads(user_metadata)
+    stamp["assetlake"].pop("code_version", None)
+    return json.dumps(stamp)
 
 
 def stamp(run_id, table):
