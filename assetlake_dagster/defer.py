@@ -73,9 +73,10 @@ def deferred_inputs(
         return {}
     found = {}
     for uri in uris:
-        if lake.table_exists(spark, uri) or lake.table_exists(spark, _history_table(uri) or uri):
+        base = _history_table(uri)
+        if lake.table_exists(spark, uri) or (base is not None and lake.table_exists(spark, base)):
             continue
-        table = uri if prod.table_exists(spark, uri) else _history_table(uri)
+        table = uri if prod.table_exists(spark, uri) else base
         if table is None or not prod.table_exists(spark, table):
             continue  # in neither lake: the run reports it
         path = prod.table_path(table)
