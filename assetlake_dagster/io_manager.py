@@ -36,6 +36,7 @@ from assetlake_dagster.spec import (
     MAX_CLUSTER_COLUMNS,
     ClusterColumn,
     LayoutSpec,
+    TableComments,
     WRITE_METADATA_KEY,
     MaterializeSpec,
     TableUri,
@@ -49,7 +50,7 @@ from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.target_predicate import TargetPredicate
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
-from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY, apply_layout, new_table_properties
+from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY, apply_layout, new_table_properties, with_column_comments
 from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY, describe_orphans, orphan_commits, recent_stamps
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
@@ -299,6 +300,8 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         if partitions:
             df = with_partition_column(session, df, partitions, uri)
         layout = LayoutSpec.from_metadata(context.definition_metadata)
+        comments = TableComments.from_metadata(context.definition_metadata)
+        df = with_column_comments(df, comments)
         target = dataclasses.replace(target, cluster_by=tuple(c.name for c in layout.cluster_by))
         try:
             with new_table_properties(session, layout):
@@ -308,7 +311,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             if lost is not None:
                 raise lost from exc
             raise
-        layout_changes = apply_layout(session, target.path, layout)
+        layout_changes = apply_layout(session, target.path, layout, comments)
         for change in layout_changes:
             context.log.info(f"{uri}: {change['change']} {change['from']} -> {change['to']} (Delta version {change['version']})")
         register_table(session, self.lake, uri)

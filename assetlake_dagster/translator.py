@@ -14,7 +14,7 @@ from assetlake_dagster.automation import automation_condition
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.freshness import freshness_policy
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
-from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, SqlAssetSpec, TableUri
+from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, TABLE_COMMENT_KEY, SqlAssetSpec, TableUri
 
 BASE_KINDS = ("spark", "delta")
 
@@ -113,7 +113,7 @@ class AssetlakeTranslator:
         return freshness_policy(spec.freshness) if spec.freshness else None
 
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
-        """Catalog metadata: table name, file, code reference, column descriptions.
+        """Catalog metadata: table name, file, code reference, the table's and columns' descriptions.
 
         The write contract (``assetlake/write``) is not part of it: the assets attach it
         after the translator has run, so an override of this method (with or without
@@ -137,6 +137,8 @@ class AssetlakeTranslator:
         descriptions = {c.name: c.description for c in spec.columns if c.description}
         if descriptions:
             metadata[COLUMN_DESCRIPTIONS_KEY] = descriptions
+        if spec.catalog.description:
+            metadata[TABLE_COMMENT_KEY] = spec.catalog.description
         return metadata
 
     def get_asset_spec(self, spec: SqlAssetSpec) -> dg.AssetSpec:

@@ -25,6 +25,7 @@ from assetlake_dagster.spec.names import (
 from assetlake_dagster.spec.model import (
     WRITE_METADATA_KEY as WRITE_METADATA_KEY,
     COLUMN_DESCRIPTIONS_KEY as COLUMN_DESCRIPTIONS_KEY,
+    TABLE_COMMENT_KEY as TABLE_COMMENT_KEY,
     WriteStrategy as WriteStrategy,
     PartitionKind as PartitionKind,
     PARTITION_PARAMETERS as PARTITION_PARAMETERS,
@@ -54,6 +55,7 @@ from assetlake_dagster.spec.model import (
     CatalogSpec as CatalogSpec,
     ClusterColumn as ClusterColumn,
     LayoutSpec as LayoutSpec,
+    TableComments as TableComments,
     MaintainSpec as MaintainSpec,
     LAYOUT_METADATA_KEY as LAYOUT_METADATA_KEY,
     MAX_CLUSTER_COLUMNS as MAX_CLUSTER_COLUMNS,

@@ -21,6 +21,9 @@ WRITE_METADATA_KEY = "assetlake/write"
 #: Asset metadata: output column -> description; the IO manager puts them in the
 #: ``dagster/column_schema`` of each materialization (any asset may set it).
 COLUMN_DESCRIPTIONS_KEY = "assetlake/column_descriptions"
+#: Asset metadata: the table's description (a SQL file's ``-- description``), which the IO
+#: manager writes to the Delta table as its comment (any asset may set it).
+TABLE_COMMENT_KEY = "assetlake/table_comment"
 
 
 class WriteStrategy(str, Enum):
@@ -542,6 +545,48 @@ class LayoutSpec:
         return cls(
             cluster_by=tuple(ClusterColumn(str(c)) for c in raw.get("cluster_by") or ()),
             properties=tuple((str(k), str(v)) for k, v in (raw.get("properties") or {}).items()),
+        )
+
+
+@dataclass(frozen=True)
+class TableComments:
+    """What the Delta table says about itself: its comment and its columns' comments.
+
+    Read from the asset's metadata (:data:`TABLE_COMMENT_KEY` and
+    :data:`COLUMN_DESCRIPTIONS_KEY`, which a SQL file's ``-- description`` and ``-- column``
+    lines fill), and written to the table by the IO manager.
+
+    Example:
+        >>> comments = TableComments.from_metadata(
+        ...     {TABLE_COMMENT_KEY: "Revenue per customer.", COLUMN_DESCRIPTIONS_KEY: {"revenue": "Sum of paid orders."}}
+        ... )
+        >>> comments.table, comments.column("REVENUE")
+        ('Revenue per customer.', 'Sum of paid orders.')
+        >>> bool(TableComments.from_metadata({}))
+        False
+    """
+
+    table: Optional[str] = None
+    columns: tuple[tuple[str, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.table or self.columns)
+
+    def column(self, name: str) -> Optional[str]:
+        """The comment of column ``name`` (matched case-insensitively, as Spark does)."""
+        return next((text for column, text in self.columns if column.lower() == name.lower()), None)
+
+    @classmethod
+    def from_metadata(cls, metadata: Optional[Mapping[str, Any]]) -> "TableComments":
+        """The comments an asset's metadata declares (none: an empty one)."""
+        metadata = metadata or {}
+        table = getattr(metadata.get(TABLE_COMMENT_KEY), "value", metadata.get(TABLE_COMMENT_KEY))
+        columns = metadata.get(COLUMN_DESCRIPTIONS_KEY)
+        columns = getattr(columns, "value", columns)
+        columns = json.loads(columns) if isinstance(columns, str) else dict(columns or {})
+        return cls(
+            table=str(table) if table else None,
+            columns=tuple((str(k), str(v)) for k, v in columns.items() if v),
         )
 
 
