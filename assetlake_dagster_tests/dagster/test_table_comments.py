@@ -112,3 +112,22 @@ def test_a_replaced_table_keeps_its_comments_without_a_commit_for_them(spark, la
     assert [(v, op) for v, op, _ in history(spark, path)] == [(0, "WRITE"), (1, "SET TBLPROPERTIES"), (2, "WRITE")]
     assert schema_at(spark, path, 2)["revenue"] == "Sum of paid orders, in EUR."
     assert described(spark, "docs.customers")[0] == "Customers and what they paid."
+
+
+def test_a_python_asset_takes_its_comments_from_its_metadata(spark, lake_root):
+    from assetlake_dagster.io_manager import DeltaIOManager, managed_write
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    metadata = {
+        **managed_write("append"),
+        "assetlake/table_comment": "Events as they arrive.",
+        "assetlake/column_descriptions": {"day": "The event's day, UTC."},
+    }
+
+    @dg.asset(key=["py", "events"], metadata=metadata)
+    def events(spark: SparkDeltaResource):
+        return spark.get_session().createDataFrame([(1, "2024-01-01")], "id INT, day STRING")
+
+    resource = SparkDeltaResource(lake_root=lake_root)
+    assert dg.materialize([events], resources={"spark": resource, "io_manager": DeltaIOManager(spark=resource)}).success
+    assert described(spark, "py.events") == ("Events as they arrive.", {"id": None, "day": "The event's day, UTC."})
