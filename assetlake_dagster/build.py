@@ -139,7 +139,10 @@ def build_definitions(
     """
     translator = translator or AssetlakeTranslator()
     # The one load: every file's problems, the cross-file ones included, come from here.
-    project = load_project(project_dir, python_assets=python_assets, load_python_files=load_python_files)
+    resource = spark or SparkDeltaResource(lake_root=lake_root)
+    project = load_project(
+        project_dir, python_assets=python_assets, load_python_files=load_python_files, catalogs=resource.known_catalogs()
+    )
     # Seeds are Python assets of ours: the same managed write, the same upstream resolution.
     extra: list[AssetLike] = [
         *project.python_assets, *(seed_asset(seed, spark_resource_key, io_manager_key) for seed in project.seeds)
@@ -153,7 +156,6 @@ def build_definitions(
     elsewhere = resolve_neighbours(project.assets, keys_by_table, project.external, neighbours)
     keys_by_table.update({uri: table.key for uri, table in elsewhere.items()})
     project = dataclasses.replace(project, external=tuple(uri for uri in project.external if uri not in elsewhere))
-    resource = spark or SparkDeltaResource(lake_root=lake_root)
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
     sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake, io_manager_key, spark_resource_key) for spec in project.assets]
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)

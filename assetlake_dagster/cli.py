@@ -243,6 +243,26 @@ def _maintain_table(args: argparse.Namespace, run: Callable) -> int:
     return 0
 
 
+def _catalog(args: argparse.Namespace) -> int:
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.catalog_sync import sync_catalog
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+    from assetlake_dagster.resources import SparkDeltaResource
+
+    project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
+    resource = SparkDeltaResource(lake_root=args.lake_root)
+    try:
+        print(f"catalog: {resource.catalog_settings().describe()}; lake: {resource.lake.root}")
+        defs = build_definitions(project_dir, lake_root=args.lake_root)
+        lines = sync_catalog(resource.get_session(), resource.lake, defs)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line.render())
+    return 0
+
+
 def _engine(args: argparse.Namespace) -> int:
     import datetime as dt
 
@@ -430,6 +450,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "vacuum": _vacuum,
     "check": _check,
+    "catalog": _catalog,
     "engine": _engine,
     "demo": _demo,
 }
@@ -551,6 +572,17 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("--partition", default=None, help="check this partition's slice")
     check.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
     check.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    catalog = commands.add_parser(
+        "catalog",
+        help="register the project's tables in the lake's catalog (ASSETLAKE_CATALOG) without running them",
+        description="`sync` registers each table the project writes or reads that exists in the lake as an "
+        "external Delta table at its path (no data is read or rewritten), with a history table's _current "
+        "view. Runs do the same for the tables they write; sync catches up tables written before the catalog "
+        "was chosen. A name that points at another location in a Hive metastore is refused, not re-pointed.",
+    )
+    catalog.add_argument("action", choices=("sync",))
+    catalog.add_argument("--project-dir", default=None, help="the SQL folder (default: $ASSETLAKE_PROJECT_DIR or the demo)")
+    catalog.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     engine = commands.add_parser(
         "engine",
         help="start, show or stop the lake's warm Spark engine",

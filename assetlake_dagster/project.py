@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.annotations import Header, header_length, parse_header
@@ -83,6 +83,7 @@ def load_project(
     *,
     python_assets: Sequence[AssetLike] = (),
     load_python_files: bool = True,
+    catalogs: Optional[Collection[str]] = None,
 ) -> Project:
     """Load every ``*.sql`` file and seed (``*.csv``) under ``project_dir`` and check them together.
 
@@ -94,6 +95,8 @@ def load_project(
         python_assets: Python assets defined in code, checked with the SQL files.
         load_python_files: also import the ``*.py`` files directly in ``project_dir``
             (not starting with ``_``) and check their assets.
+        catalogs: the Spark catalogs the session has (lower case); a ``catalog.schema.table``
+            naming another is an error. ``None``: not known here, not checked.
 
     Raises:
         ProjectError: with every problem of every file, sorted by file and position.
@@ -136,6 +139,7 @@ def load_project(
         if spec is not None:
             spec, problems = _load_custom_tests(spec, src, root)
             diagnostics.extend(problems)
+            diagnostics.extend(unknown_catalogs(spec, src, catalogs))
             specs.append(spec)
             sources[spec.path] = src
     python = [PythonAsset(asset) for asset in python_assets]
@@ -158,6 +162,26 @@ def load_project(
         python_assets=tuple(asset.definition for asset in python),
         seeds=tuple(seeds),
     )
+
+
+def unknown_catalogs(spec: SqlAssetSpec, src: SourceText, catalogs: Optional[Collection[str]]) -> list[Diagnostic]:
+    """A located error for each ``catalog.schema.table`` whose catalog the session lacks."""
+    if catalogs is None:
+        return []
+    problems = []
+    for table in spec.foreign_tables:
+        if table.catalog.lower() in catalogs or table.location is None:
+            continue
+        others = sorted(c for c in catalogs if c != "spark_catalog")
+        known = f" (the session has: {', '.join(others)})" if others else ""
+        problems.append(src.diagnostic(
+            table.location.line, table.location.col,
+            f"'{table.name}' names the catalog '{table.catalog}', which the Spark session does not have{known}.",
+            f"Configure it (spark.sql.catalog.{table.catalog}=<catalog plugin class> in the resource's spark_conf), "
+            "or refer to a managed table as 'schema.table'.",
+            span=table.span,
+        ))
+    return problems
 
 
 def _resolve_test_path(spec: SqlAssetSpec, test: DataTestSpec) -> str:
@@ -270,6 +294,7 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         data_tests=header.data_tests,
         columns=header.columns,
         code_version=code_version,
+        foreign_tables=analysis.foreign_tables,
         **spec_arguments(header.fields, SqlAssetSpec),  # the declared fields, each where it goes
     )
     return spec, diagnostics, src

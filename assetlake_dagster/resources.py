@@ -21,6 +21,7 @@ from pydantic import Field
 
 from assetlake_dagster.defer import DEFER_ENV
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake.catalog import CatalogSettings, embedded_metastore_rule
 from assetlake_dagster.lake.root import Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
@@ -52,7 +53,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
     Unset fields fall back to the environment: ``ASSETLAKE_SPARK_REMOTE`` (a Spark Connect
     URL to use instead of the engine), ``ASSETLAKE_SPARK_MASTER`` (the master of the engine
     or of the in-process session), ``ASSETLAKE_SPARK_MODE`` (``engine`` or ``local``),
-    ``ASSETLAKE_ENGINE_IDLE_TIMEOUT`` (seconds) and ``ASSETLAKE_LAKE_ROOT``.
+    ``ASSETLAKE_ENGINE_IDLE_TIMEOUT`` (seconds), ``ASSETLAKE_LAKE_ROOT`` and ``ASSETLAKE_CATALOG``.
 
     Example:
         >>> resource = SparkDeltaResource(lake_root="/tmp/lake", spark_conf={"spark.sql.shuffle.partitions": "4"})
@@ -119,6 +120,19 @@ class SparkDeltaResource(dg.ConfigurableResource):
         "spark_conf value wins.",
     )
 
+    catalog: Optional[str] = Field(
+        default=None,
+        description="Where tables are registered by name: 'session' (Spark's in-memory catalog, the default) "
+        "or 'hive' (a persistent Hive metastore other tools can query: an embedded one beside the lake's "
+        "state, served by the warm engine, or an external one given by hive_metastore_uris). "
+        "Default: $ASSETLAKE_CATALOG, else 'session'.",
+    )
+    hive_metastore_uris: Optional[str] = Field(
+        default=None,
+        description="An external Hive metastore for catalog='hive' (thrift://host:9083); any number of "
+        "drivers may use it. Default: $ASSETLAKE_HIVE_METASTORE_URIS, else the embedded metastore.",
+    )
+
     defer_to: Optional[str] = Field(
         default=None,
         description="A prod lake root this (dev) lake defers to: a run reads every upstream this lake does "
@@ -158,19 +172,50 @@ class SparkDeltaResource(dg.ConfigurableResource):
             )
         return prod
 
+    def catalog_settings(self) -> CatalogSettings:
+        """The catalog the lake's tables are registered in (``catalog``, else the environment).
+
+        Example:
+            >>> SparkDeltaResource(lake_root="/data/lake", catalog="hive").catalog_settings().describe()
+            'hive (embedded at /data/lake/.assetlake/metastore)'
+        """
+        return CatalogSettings.resolve(self.catalog, lake_root=self.lake.root, metastore_uris=self.hive_metastore_uris)
+
+    def known_catalogs(self) -> Optional[frozenset[str]]:
+        """The Spark catalogs a SQL file may name (``catalog.schema.table``): ``spark_catalog``
+        and each plugin configured by ``spark.sql.catalog.<name>`` in this resource's settings;
+        ``None`` for a remote server, whose own settings this process cannot see.
+
+        Example:
+            >>> conf = {"spark.sql.catalog.uc": "io.unitycatalog.spark.UCSingleCatalog", "spark.sql.catalog.uc.uri": "http://uc"}
+            >>> sorted(SparkDeltaResource(lake_root="/data/lake", spark_conf=conf).known_catalogs())
+            ['spark_catalog', 'uc']
+        """
+        try:
+            if self.resolved_mode() == REMOTE_MODE:
+                return None
+            conf = self.server_spark_conf()
+        except ConfigError:  # a bad setting: the run that needs Spark reports it
+            return None
+        prefix = "spark.sql.catalog."
+        names = {key[len(prefix):] for key in conf if key.startswith(prefix)}
+        return frozenset({"spark_catalog", *(name.lower() for name in names if name and "." not in name)})
+
     def s3_settings(self) -> S3Settings:
         """The S3 settings: these fields, else the standard AWS variables."""
         return S3Settings.from_env(endpoint=self.s3_endpoint, region=self.s3_region, path_style=self.s3_path_style)
 
     def server_spark_conf(self) -> dict[str, str]:
         """Everything a Spark driver of this lake starts with: the object store's connector
-        and settings (for an ``s3a://`` lake), then :meth:`effective_spark_conf`, which wins.
+        and settings (for an ``s3a://`` lake), the catalog's, then :meth:`effective_spark_conf`,
+        which wins.
 
         Example:
             >>> SparkDeltaResource(lake_root="/tmp/lake", spark_conf={"spark.sql.shuffle.partitions": "4"}).server_spark_conf()
             {'spark.sql.shuffle.partitions': '4'}
         """
-        lake, conf = self.lake, self.effective_spark_conf()
+        lake = self.lake
+        conf = self.catalog_settings().with_spark_conf(self.effective_spark_conf())
         if not lake.is_s3:
             return conf
         return {**s3_jar_conf(conf), **lake.s3.spark_conf(), **conf}
@@ -194,7 +239,8 @@ class SparkDeltaResource(dg.ConfigurableResource):
         whatever the environment runs).
 
         An in-process driver of an S3 lake without a multi-driver log store is refused when
-        it would start (a second driver could silently lose a commit).
+        it would start (a second driver could silently lose a commit), and so is one on an
+        embedded Hive metastore (it allows one JVM, the engine's).
         """
         lake, mode = self.lake, mode or self.resolved_mode()
         # A remote server is started with its own settings and jars: none from here.
@@ -202,6 +248,9 @@ class SparkDeltaResource(dg.ConfigurableResource):
         refusal = None
         if mode == LOCAL_MODE and lake.is_s3 and not has_multi_driver_log_store(server_conf):
             refusal = single_driver_rule(lake.root, f"{MODE_ENV}={LOCAL_MODE}")
+        catalog = self.catalog_settings()
+        if mode == LOCAL_MODE and catalog.embedded and refusal is None:
+            refusal = embedded_metastore_rule(catalog, f"an in-process driver ({MODE_ENV}={LOCAL_MODE})")
         return SessionSource(
             mode=mode,
             remote=self.resolved_remote(),

@@ -17,7 +17,7 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -34,13 +34,15 @@ from assetlake_dagster.sql_statements import (
     statement_role,
     write_targets,
 )
-from assetlake_dagster.spec import SqlStatement, TableUri, is_identifier
+from assetlake_dagster.spec import ForeignTable, SqlStatement, TableUri, is_identifier
 
 DIALECT = "spark"
 SETUP_STATEMENTS = "SET, RESET, CREATE TEMP VIEW, CACHE TABLE and UNCACHE TABLE"
 #: ``<format>.`<path>``` reads files directly, bypassing the managed tables.
 PATH_FORMATS = frozenset({"delta", "parquet", "orc", "json", "csv", "text", "avro", "binaryfile"})
 _MANAGED_HINT = "Refer to managed tables as 'schema.table'."
+#: Spark's own session catalog: ``spark_catalog.s.t`` is the lake's ``s.t``.
+SESSION_CATALOG_NAME = "spark_catalog"
 #: ``{partition}`` and friends, optionally wrapped in single quotes (Windmill's form).
 PARTITION_PLACEHOLDERS = ("partition", "partition_start", "partition_end")
 PLACEHOLDER_RE = re.compile(r"'\{(partition(?:_start|_end)?)\}'|\{(partition(?:_start|_end)?)\}")
@@ -94,6 +96,7 @@ class SqlAnalysis:
         output_columns: the query's columns, or ``None`` when not known statically
             (``*``, an unaliased expression, a parse error).
         parameters: every ``:name`` marker, in file order.
+        foreign_tables: ``catalog.schema.table`` names of other catalogs, first of each.
     """
 
     setup: tuple[SqlStatement, ...] = ()
@@ -101,6 +104,7 @@ class SqlAnalysis:
     tables: tuple[TableRef, ...] = ()
     output_columns: Optional[tuple[ColumnRef, ...]] = None
     parameters: tuple[ColumnRef, ...] = ()
+    foreign_tables: tuple[ForeignTable, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,7 @@ class _Analyzer:
         self.body_start = body_start
         self.dialect = Dialect.get_or_raise(DIALECT)
         self.diagnostics: list[Diagnostic] = []
+        self._table_refs: Optional[tuple["TableRef | ForeignTable", ...]] = None
 
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (line, col) of a character offset."""
@@ -181,7 +186,8 @@ class _Analyzer:
         analysis = SqlAnalysis(
             setup=tuple(_as_spec(s) for s in setup),
             select=_as_spec(select) if select else None,
-            tables=self._tables(statements),
+            tables=tuple(r for r in self._tables(statements) if isinstance(r, TableRef)),
+            foreign_tables=tuple(r for r in self._tables(statements) if isinstance(r, ForeignTable)),
             output_columns=self._output_columns(select) if select and select.role == "query" else None,
             parameters=tuple(p for s in statements for p in self._parameters(s)),
         )
@@ -377,8 +383,10 @@ class _Analyzer:
 
     # -- tables, columns, parameters --------------------------------------------------------
 
-    def _tables(self, statements: list[_Statement]) -> tuple[TableRef, ...]:
-        refs: dict[TableUri, TableRef] = {}
+    def _tables(self, statements: list[_Statement]) -> tuple["TableRef | ForeignTable", ...]:
+        if self._table_refs is not None:  # asked twice: the lake's tables, then the others
+            return self._table_refs
+        refs: dict[Any, "TableRef | ForeignTable"] = {}
         for statement in statements:
             if statement.expression is None:
                 continue
@@ -387,10 +395,11 @@ class _Analyzer:
             found = [self._table_ref(t) for t in tables if id(t) not in targets]
             # find_all walks breadth first; keep the file's order so "first reference" means it.
             for ref in sorted(filter(None, found), key=lambda r: (r.location.line, r.location.col)):
-                refs.setdefault(ref.uri, ref)
-        return tuple(refs.values())
+                refs.setdefault(ref.uri if isinstance(ref, TableRef) else ref.name.lower(), ref)
+        self._table_refs = tuple(refs.values())
+        return self._table_refs
 
-    def _table_ref(self, table: exp.Table) -> Optional[TableRef]:
+    def _table_ref(self, table: exp.Table) -> "TableRef | ForeignTable | None":
         name, db, catalog = table.this, table.args.get("db"), table.args.get("catalog")
         # Unqualified names are CTEs, temp views or the session's current database: only
         # schema-qualified names are managed tables. Table functions have no Identifier.
@@ -404,7 +413,16 @@ class _Analyzer:
             start = end = 0
         text = self.sql[start : end + 1]
         span = len(text) if "\n" not in text else 1
-        if catalog is not None:
+        if isinstance(catalog, exp.Identifier) and catalog.name.lower() != SESSION_CATALOG_NAME:
+            # Another catalog's table (a Spark catalog plugin): read as written, not an asset.
+            for part in (catalog, db, name):
+                if not is_identifier(part.name):
+                    self.error(start, f"'{part.name}' in '{text}' is not an allowed identifier.",
+                               "Use letters, digits and underscores, not starting with a digit.", span)
+                    return None
+            line, col = self.position(start)
+            return ForeignTable(catalog.name, db.name, name.name, self.src.location(line, col), span)
+        if catalog is not None and not isinstance(catalog, exp.Identifier):
             self.error(start, f"'{text}' names a catalog.", _MANAGED_HINT, span)
             return None
         if db.name.lower() in PATH_FORMATS and not is_identifier(name.name):

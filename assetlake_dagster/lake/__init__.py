@@ -2,6 +2,8 @@
 
 Layered bottom up, each module importing only those below it:
 
+- :mod:`~assetlake_dagster.lake.catalog`: which catalog tables are registered in (the
+  session's, or a Hive metastore) and the driver settings it takes.
 - :mod:`~assetlake_dagster.lake.storage`: object-store settings (S3 endpoint, region,
   path style) for Spark, delta-rs and PyArrow alike; store URL validation.
 - :mod:`~assetlake_dagster.lake.files`: the lake's files without Spark (``os`` locally,

@@ -11,6 +11,7 @@ import weakref
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake.catalog import HIVE_CATALOG, session_catalog_kind
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import HISTORY_COLUMNS, RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
 
@@ -28,9 +29,11 @@ _registered_lock = threading.Lock()
 def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
     """Make ``schema.table`` resolve to the lake's Delta table in this session's catalog.
 
-    The session catalog is in-memory (no metastore server): we add the schema and an
-    external table pointing at the path. Dropping an external table never deletes data,
-    so re-pointing a name at a new lake root is safe.
+    The schema is created as needed and the table registered as an external table at its
+    path (no data is read or moved). In the in-memory session catalog a name pointing at
+    another location (a previous lake root in a long-lived session) is re-pointed: dropping
+    an external table never deletes data. In a Hive metastore, which other tools and other
+    lakes share, that is refused instead (:func:`repointing_refused`).
     """
     path = lake.table_path(uri)
     with _registered_lock:
@@ -39,9 +42,12 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
             return
         ensure_schema(spark, lake, uri.schema)
         if _table_exists(spark, uri):
-            if _same_location(_location(spark, uri), path):
+            location = _location(spark, uri)
+            if _same_location(location, path):
                 known[uri.sql_name] = path
                 return
+            if session_catalog_kind(spark) == HIVE_CATALOG:
+                raise ConfigError(repointing_refused(uri, location, path))
             _drop_external(spark, uri, path)
         try:
             # In SQL, not spark.catalog.createTable: over Spark Connect that call also
@@ -53,6 +59,21 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
             if "ALREADY_EXISTS" not in str(exc) or not _same_location(_location(spark, uri), path):
                 raise
         known[uri.sql_name] = path
+
+
+def repointing_refused(uri: TableUri, location: str, path: str) -> str:
+    """The message for a metastore name that already points at another location.
+
+    Example:
+        >>> print(repointing_refused(TableUri("analytics", "orders"), "s3a://old/analytics/orders", "/lake/analytics/orders"))
+        analytics.orders is registered in the Hive metastore at s3a://old/analytics/orders, not at this lake's /lake/analytics/orders; assetlake does not re-point a name other tools may be reading. If the table moved here, run `DROP TABLE analytics.orders` (an external table: its files stay) and run again or `assetlake catalog sync`; if another lake owns the name, give this lake its own metastore (ASSETLAKE_METASTORE_DIR) or another schema.
+    """
+    return (
+        f"{uri.sql_name} is registered in the Hive metastore at {location}, not at this lake's {path}; "
+        "assetlake does not re-point a name other tools may be reading. If the table moved here, run "
+        f"`DROP TABLE {uri.sql_name}` (an external table: its files stay) and run again or `assetlake catalog sync`; "
+        "if another lake owns the name, give this lake its own metastore (ASSETLAKE_METASTORE_DIR) or another schema."
+    )
 
 
 def current_view_uri(uri: TableUri) -> TableUri:
@@ -146,6 +167,13 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
     if spark.catalog.databaseExists(schema):
         current = spark.catalog.getDatabase(schema).locationUri or ""
         if current.rstrip("/").removeprefix("file:") != location.rstrip("/"):
+            if session_catalog_kind(spark) == HIVE_CATALOG:
+                raise ConfigError(
+                    f"schema {schema} is in the Hive metastore at {current}, not at this lake's {location}; "
+                    "assetlake does not move a schema other tools may be using. Give this lake its own "
+                    f"metastore (ASSETLAKE_METASTORE_DIR), or run `ALTER DATABASE {schema} SET LOCATION '{location}'` "
+                    "if the lake moved here."
+                )
             # The same process may switch lake roots (tests, notebooks): follow it.
             spark.sql(f"ALTER DATABASE {quote_identifier(schema)} SET LOCATION {literal}")
         return

@@ -61,6 +61,7 @@ class ConnectServer:
     port: int
     log_path: str
     process: subprocess.Popen
+    label: str = "Spark Connect server"
     _log: Optional[IO[bytes]] = field(default=None, repr=False)
 
     @property
@@ -130,6 +131,31 @@ def start_connect_server(
         >>> with start_connect_server(15002) as server:  # doctest: +SKIP
         ...     resource = SparkDeltaResource(remote=server.url, lake_root="/tmp/lake")
     """
+    return start_spark_server(
+        port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir,
+        log_path=log_path, timeout=timeout,
+    )
+
+
+def start_spark_server(
+    port: int,
+    *,
+    host: str = DEFAULT_HOST,
+    master: str = "local[*]",
+    spark_conf: Optional[Mapping[str, str]] = None,
+    warehouse_dir: Optional[str] = None,
+    log_path: Optional[str] = None,
+    timeout: float = START_TIMEOUT_S,
+    main_class: str = SERVER_CLASS,
+    app_args: Sequence[str] = (),
+    label: str = "Spark Connect server",
+) -> ConnectServer:
+    """Start a Spark server application with Delta (``main_class``: Spark Connect by
+    default, or Spark's Thrift JDBC server) and wait until ``port`` accepts connections.
+
+    The arguments are :func:`start_connect_server`'s; ``app_args`` follow the application
+    and ``label`` names the server in messages.
+    """
     if not _port_is_free(host, port):
         raise ConnectServerError(
             f"port {port} on {host} is already in use. Stop what listens there or choose "
@@ -138,7 +164,10 @@ def start_connect_server(
     if log_path is None:
         log_path = os.path.join(tempfile.mkdtemp(prefix="assetlake-connect-"), "server.log")
     log = open(log_path, "ab")
-    command, class_path = _server_launch(port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir)
+    command, class_path = _server_launch(
+        port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir,
+        main_class=main_class, app_args=app_args, label=label,
+    )
     env = server_env(host)
     env.update(class_path_env(class_path, env))
     try:
@@ -153,7 +182,7 @@ def start_connect_server(
     except OSError as exc:
         log.close()
         raise ConnectServerError(f"could not run spark-submit: {exc}") from exc
-    server = ConnectServer(host=host, port=port, log_path=log_path, process=process, _log=log)
+    server = ConnectServer(host=host, port=port, log_path=log_path, process=process, label=label, _log=log)
     try:
         _wait_until_listening(server, timeout)
     except BaseException:
@@ -187,6 +216,9 @@ def _server_launch(
     master: str,
     spark_conf: Optional[Mapping[str, str]],
     warehouse_dir: Optional[str],
+    main_class: str = SERVER_CLASS,
+    app_args: Sequence[str] = (),
+    label: str = "Spark Connect server",
 ) -> tuple[list[str], list[str]]:
     """The server's ``spark-submit`` command and the jars for its class path."""
     conf: dict[str, str] = {**EMBEDDED_DEFAULTS, **DELTA_EXTENSIONS}
@@ -198,14 +230,17 @@ def _server_launch(
     conf, class_path = class_path_jars(with_delta_jars(conf), master)
     # The server's JVM: the throughput collector, and it maps the class-data archive.
     conf = with_archive(with_throughput_gc(conf))
-    command = [os.path.join(pyspark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS]
-    command += ["--name", "assetlake Spark Connect", "--master", master]
+    command = [os.path.join(pyspark_home(), "bin", "spark-submit"), "--class", main_class]
+    command += ["--name", f"assetlake {label}", "--master", master]
     if conf.get("spark.jars"):
         command += ["--jars", conf.pop("spark.jars")]
     if conf.get("spark.jars.packages"):
         command += ["--packages", conf.pop("spark.jars.packages")]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
+    if app_args:
+        # A class inside Spark's own jars has no application jar: spark-submit's placeholder.
+        command += ["spark-internal", *app_args]
     return command, class_path
 
 
@@ -246,7 +281,7 @@ def _wait_until_listening(server: ConnectServer, timeout: float) -> None:
         code = server.process.poll()
         if code is not None:
             raise ConnectServerError(
-                f"the Spark Connect server exited with code {code} before listening on "
+                f"the {server.label} exited with code {code} before listening on "
                 f"{server.host}:{server.port}. Log tail ({server.log_path}):\n{server.log_tail()}"
             )
         try:
@@ -256,7 +291,7 @@ def _wait_until_listening(server: ConnectServer, timeout: float) -> None:
             pass
         if time.monotonic() > deadline:
             raise ConnectServerError(
-                f"the Spark Connect server did not listen on {server.host}:{server.port} "
+                f"the {server.label} did not listen on {server.host}:{server.port} "
                 f"within {timeout:.0f} s. Log tail ({server.log_path}):\n{server.log_tail()}"
             )
         time.sleep(0.25)

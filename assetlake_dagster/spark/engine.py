@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.lake.catalog import CATALOG_IMPLEMENTATION_CONF, IMPLEMENTATIONS, SESSION_CATALOG
 
 ENGINE_DIR_ENV = "ASSETLAKE_ENGINE_DIR"
 IDLE_TIMEOUT_ENV = "ASSETLAKE_ENGINE_IDLE_TIMEOUT"
@@ -57,6 +58,8 @@ HEALTH_TIMEOUT_S = 30.0
 #: Seconds for the supervisor to bring the server up (a cold JVM with Delta, under load).
 START_TIMEOUT_S = 300.0
 HOST = "127.0.0.1"
+#: What an engine records of its catalog when it was started without one chosen.
+DEFAULT_CATALOG_IMPLEMENTATION = IMPLEMENTATIONS[SESSION_CATALOG]
 #: The client must say "localhost" to send its token over a plain loopback channel.
 CLIENT_HOST = "localhost"
 #: The supervisor's module; its name in a process's command line marks an engine supervisor.
@@ -83,6 +86,7 @@ class EngineState:
         log_path: the combined log of supervisor and server.
         started_at: UNIX time the engine was started.
         idle_timeout: seconds without users before it stops itself.
+        catalog: its ``spark.sql.catalogImplementation`` (``in-memory`` or ``hive``).
     """
 
     host: str
@@ -94,6 +98,7 @@ class EngineState:
     log_path: str
     started_at: float
     idle_timeout: float
+    catalog: str = DEFAULT_CATALOG_IMPLEMENTATION
 
     @property
     def url(self) -> str:
@@ -178,6 +183,11 @@ class WarmEngine:
         self._log = log
         self.health_timeout = float(os.environ.get(HEALTH_TIMEOUT_ENV) or HEALTH_TIMEOUT_S) if health_timeout is None else health_timeout
 
+    @property
+    def catalog(self) -> str:
+        """The catalog implementation this engine is asked to run (``in-memory`` or ``hive``)."""
+        return self.spark_conf.get(CATALOG_IMPLEMENTATION_CONF, DEFAULT_CATALOG_IMPLEMENTATION)
+
     # -- paths -------------------------------------------------------------------------
     @property
     def state_path(self) -> str:
@@ -237,6 +247,12 @@ class WarmEngine:
                             f"the warm engine of this lake ({state.display_url}, pid "
                             f"{state.supervisor_pid}) runs on master {state.master!r}, not {self.master!r}. "
                             "Stop it with `assetlake engine stop` to start one on the new master."
+                        )
+                    if state.catalog != self.catalog:
+                        raise EngineError(
+                            f"the warm engine of this lake ({state.display_url}, pid {state.supervisor_pid}) "
+                            f"registers tables in the {state.catalog!r} catalog, not {self.catalog!r} "
+                            "(ASSETLAKE_CATALOG). Stop it with `assetlake engine stop` to start one with the new catalog."
                         )
                     self.hold_lease()
                     return state

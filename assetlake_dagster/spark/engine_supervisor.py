@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Optional
 
-from assetlake_dagster.spark.engine import DEFAULT_IDLE_TIMEOUT_S, HOST, START_TIMEOUT_S, SUPERVISOR_MODULE, EngineState, WarmEngine, pid_alive, process_start
+from assetlake_dagster.spark.engine import CATALOG_IMPLEMENTATION_CONF, DEFAULT_CATALOG_IMPLEMENTATION, DEFAULT_IDLE_TIMEOUT_S, HOST, START_TIMEOUT_S, SUPERVISOR_MODULE, EngineState, WarmEngine, pid_alive, process_start
 
 #: Settings of the shared engine on top of the embedded defaults: several runs share it.
 ENGINE_DEFAULTS = {
@@ -61,12 +61,13 @@ def serve(
     token = secrets.token_urlsafe(32)
     os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # the server reads it from here, not argv
     conf = {**ENGINE_DEFAULTS, **spark_conf}
-    if "spark.driver.extraJavaOptions" not in conf:
+    java_options = conf.get("spark.driver.extraJavaOptions", "")
+    if "-Dlog4j2.configurationFile" not in java_options:
         # Spark logs every RPC at INFO: keep the engine's log to warnings and its start.
         log4j = os.path.join(state_dir, "log4j2.properties")
         with open(log4j, "w", encoding="utf-8") as f:
             f.write(_LOG4J)
-        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j} {java_options}".strip()
     server = None
     for attempt in range(3):  # the free port may be taken between choosing and binding it
         port = free_port(HOST)
@@ -85,6 +86,7 @@ def serve(
     state = EngineState(
         host=HOST, port=server.port, token=token, supervisor_pid=os.getpid(), server_pid=server.process.pid,
         master=master, log_path=engine.log_path, started_at=time.time(), idle_timeout=idle_timeout,
+        catalog=conf.get(CATALOG_IMPLEMENTATION_CONF, DEFAULT_CATALOG_IMPLEMENTATION),
     )
     _write_state(engine.state_path, state)
     print(f"[assetlake engine] ready at {state.display_url} (pid {os.getpid()}, server pid {state.server_pid}, "

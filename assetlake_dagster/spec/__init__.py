@@ -55,6 +55,7 @@ from assetlake_dagster.spec.model import (
     CatalogSpec as CatalogSpec,
     ClusterColumn as ClusterColumn,
     LayoutSpec as LayoutSpec,
+    ForeignTable as ForeignTable,
     TableComments as TableComments,
     MaintainSpec as MaintainSpec,
     LAYOUT_METADATA_KEY as LAYOUT_METADATA_KEY,

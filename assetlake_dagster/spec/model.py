@@ -632,6 +632,28 @@ class CatalogSpec:
 
 
 @dataclass(frozen=True)
+class ForeignTable:
+    """A ``catalog.schema.table`` the SQL reads from a catalog assetlake does not manage (a
+    Spark catalog plugin configured by ``spark.sql.catalog.<catalog>``): no asset, no
+    dependency, read by Spark as written.
+
+    Example:
+        >>> ForeignTable("uc", "sales", "orders").name
+        'uc.sales.orders'
+    """
+
+    catalog: str
+    schema: str
+    table: str
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+    span: int = field(default=1, compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.catalog}.{self.schema}.{self.table}"
+
+
+@dataclass(frozen=True)
 class SqlAssetSpec:
     """Everything known about one annotated SQL file after parsing and checking.
 
@@ -653,6 +675,7 @@ class SqlAssetSpec:
         columns: the ``-- column`` lines, one entry per output column named, in file order.
         code_version: sha256 of the file contents.
         freshness: the ``-- freshness`` line, if any.
+        foreign_tables: ``catalog.schema.table`` names read from other catalogs, in file order.
     """
 
     path: str
@@ -672,6 +695,7 @@ class SqlAssetSpec:
     columns: tuple[ColumnSpec, ...] = ()
     code_version: str = ""
     freshness: Optional[FreshnessSpec] = None
+    foreign_tables: tuple[ForeignTable, ...] = ()
 
     @property
     def uri(self) -> TableUri:

@@ -217,7 +217,7 @@ def test_crlf_and_byte_order_mark():
 
 
 def test_every_error_of_a_file_is_reported():
-    text = "-- materialize delta://a/t kye=id\n-- kind x\n\nINSERT INTO a.t VALUES (1);\nSELECT 1 AS _partition FROM cat.a.b"
+    text = "-- materialize delta://a/t kye=id\n-- kind x\n\nINSERT INTO a.t VALUES (1);\nSELECT 1 AS _partition FROM `c-at`.a.b"
     assert [line.split(": ", 1)[0] for line in _parse_errors(text)] == [
         "f.sql:1:28",
         "f.sql:2:4",

@@ -266,9 +266,10 @@ def test_table_location_is_the_reference():
     "body, expected",
     [
         pytest.param(
-            "SELECT id FROM cat.raw.orders",
-            "f.sql:4:16: 'cat.raw.orders' names a catalog. Refer to managed tables as 'schema.table'.",
-            id="three-part",
+            "SELECT id FROM `c-at`.raw.orders",
+            "f.sql:4:16: 'c-at' in '`c-at`.raw.orders' is not an allowed identifier. "
+            "Use letters, digits and underscores, not starting with a digit.",
+            id="three-part-bad-identifier",
         ),
         pytest.param(
             "SELECT id FROM delta.`/data/orders`",
@@ -292,6 +293,16 @@ def test_table_location_is_the_reference():
 )
 def test_bad_table_references(body, expected):
     assert first_lines(body) == [expected]
+
+
+def test_a_three_part_name_is_another_catalogs_table_and_spark_catalog_is_the_lakes():
+    # Whether the session has catalog 'cat' is checked when the definitions load (project.py).
+    analysis, diagnostics = analyze("SELECT id FROM cat.raw.orders JOIN spark_catalog.raw.people USING (id)")
+    assert diagnostics == []
+    assert [(t.name, t.location, t.span) for t in analysis.foreign_tables] == [
+        ("cat.raw.orders", SourceLocation("f.sql", 4, 16), len("cat.raw.orders"))
+    ]
+    assert [t.uri for t in analysis.tables] == [TableUri("raw", "people")]
 
 
 def test_parquet_schema_with_a_plain_table_is_a_table():
@@ -369,7 +380,7 @@ def test_manual_without_statements():
 
 
 def test_every_problem_of_a_body_is_reported():
-    body = "DROP TABLE a.x;\nSELECT id FROM cat.a.b;\nSELECT id FROM delta.`/p` WHERE q = ?"
+    body = "DROP TABLE a.x;\nSELECT id FROM `c-at`.a.b;\nSELECT id FROM delta.`/p` WHERE q = ?"
     assert [line.split(": ", 1)[0] for line in first_lines(body)] == [
         "f.sql:4:1",
         "f.sql:5:1",
