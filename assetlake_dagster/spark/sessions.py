@@ -124,6 +124,7 @@ class SessionSource:
             session = new_connect_session(self.remote)
         elif self.mode == LOCAL_MODE:
             session = self._local_session().newSession()
+            _set_runtime_conf(session, self.session_conf)
         else:
             session = new_engine_session(self.engine_state())
         self._apply_conf(session)
@@ -173,6 +174,17 @@ class SessionSource:
             spark_conf=dict(self.server_conf),
             warehouse_dir=self.warehouse_dir,
         )
+
+
+def _set_runtime_conf(session: SparkSession, conf: Mapping[str, str]) -> None:
+    """The SQL settings of ``conf`` on a new classic session: ``newSession()`` starts from the
+    JVM's own settings, which lack them when another configuration started this process's JVM
+    (a notebook, a test suite). Static settings stay the JVM's: they cannot change now."""
+    for key, value in conf.items():
+        try:
+            session.conf.set(key, value)
+        except Exception:  # noqa: BLE001 - a static or core setting: the JVM's value stands
+            continue
 
 
 def release_session(session: SparkSession) -> None:

@@ -88,9 +88,10 @@ def test_materialize_all_twice(spark, project):
     assert clean["delta/operation"].value == "WRITE"
 
     scores = first["mart/scores"]
+    # people_clean's description became its comment in version 1: the version scores read.
     assert scores["assetlake/upstream_versions"].value == {
         "delta://ext/weights": 0,
-        "delta://mart/people_clean": 0,
+        "delta://mart/people_clean": 1,
     }
     label = spark.read.format("delta").load(os.path.join(lake_root, "mart", "scores")).select("label").distinct().collect()
     assert [r.label for r in label] == ["scored"]
@@ -99,8 +100,8 @@ def test_materialize_all_twice(spark, project):
     second = run(defs, ALL, instance)
     assert second["src/people"]["delta/committed"].value is False
     assert second["mart/people_clean"]["delta/committed"].value is False
-    assert second["mart/people_clean"]["delta/version"].value == 0
-    assert delta_versions(spark, lake_root, "mart/people_clean") == [0]
+    assert second["mart/people_clean"]["delta/version"].value == 1  # the table's, its comment's commit
+    assert delta_versions(spark, lake_root, "mart/people_clean") == [1, 0]
     assert delta_versions(spark, lake_root, "mart/scores") == [1, 0]
     assert second["mart/score_log"]["dagster/row_count"].value == 2
 

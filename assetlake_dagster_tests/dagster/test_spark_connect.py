@@ -28,7 +28,7 @@ from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
 ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
-SERVER_APP_NAME = "assetlake Spark Connect"
+SERVER_APP_NAME = "assetlake Spark Connect server"
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,10 @@ def history(spark, lake_root, table):
 
 
 def _run_stamp(user_metadata):
-    """The commit's stamp without the asset's code version (a file hash, checked elsewhere)."""
+    """The commit's stamp without the asset's code version (a file hash, checked elsewhere);
+    ``None`` for a metadata-only commit (the table's comment after its first write)."""
+    if user_metadata is None:
+        return None
     stamp = json.loads(user_metadata)
     stamp["assetlake"].pop("code_version", None)
     return json.dumps(stamp)
@@ -112,18 +115,20 @@ def test_materialize_all_twice_over_spark_connect(remote, lake_root):
     assert clean["delta/operation"].value == "WRITE"
     assert clean["dagster/row_count"].value == 3
     assert clean["assetlake/upstream_versions"].value == {"delta://src/people": 0}
+    # people_clean's `-- description` became its table comment in version 1, right after
+    # the data commit: scores read that version (the same rows).
     assert first["mart/scores"]["assetlake/upstream_versions"].value == {
         "delta://ext/weights": 0,
-        "delta://mart/people_clean": 0,
+        "delta://mart/people_clean": 1,
     }
 
     # Second run, as in classic mode: merges find nothing to change (no version), replace
     # rewrites, append appends, the manual file inserts again.
     second_run, second = run(defs, ALL, instance)
     assert second_run.success
-    for merged in ("src/people", "mart/people_clean"):
+    for merged, current in (("src/people", 0), ("mart/people_clean", 1)):
         assert second[merged]["delta/committed"].value is False
-        assert second[merged]["delta/version"].value == 0
+        assert second[merged]["delta/version"].value == current
     assert second["mart/scores"]["delta/version"].value == 1
     assert second["mart/score_log"]["dagster/row_count"].value == 2
     assert second["mart/manual_copy"]["delta/version"].value == 2  # CREATE, INSERT, INSERT
@@ -131,7 +136,10 @@ def test_materialize_all_twice_over_spark_connect(remote, lake_root):
 
     a, b = first_run.run_id, second_run.run_id
     assert history(spark, lake_root, "src/people") == [(0, "WRITE", stamp(a, "src/people"))]
-    assert history(spark, lake_root, "mart/people_clean") == [(0, "WRITE", stamp(a, "mart/people_clean"))]
+    assert history(spark, lake_root, "mart/people_clean") == [
+        (1, "SET TBLPROPERTIES", None),
+        (0, "WRITE", stamp(a, "mart/people_clean")),
+    ]
     assert history(spark, lake_root, "mart/scores") == [
         (1, "WRITE", stamp(b, "mart/scores")),
         (0, "WRITE", stamp(a, "mart/scores")),
@@ -423,8 +431,9 @@ def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(rem
         }
         assert counts == {day: len(expected[day]) for day in DAYS}, table
         # The whole batch is one Delta commit, stamped with the run and the slice.
-        ((version, operation, user_metadata),) = history(spark, lake_root, table)
-        assert (version, operation) == (0, "WRITE"), table
+        # (and the file's description, the table's comment, right after the first write)
+        ((_, comment, _), (version, operation, user_metadata)) = history(spark, lake_root, table)
+        assert (version, operation, comment) == (0, "WRITE", "SET TBLPROPERTIES"), table
         assert json.loads(user_metadata)["assetlake"]["run_id"] == batch.run_id
         assert json.loads(user_metadata)["assetlake"]["partition"] == f"{DAYS[0]}...{DAYS[-1]}"
 
@@ -432,7 +441,7 @@ def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(rem
     single = job.execute_in_process(instance=instance, asset_selection=assets, partition_key=DAYS[1])
     assert single.success
     for table in tables:
-        assert [v for v, _, _ in history(spark, lake_root, table)] == [1, 0], table
+        assert [v for v, _, _ in history(spark, lake_root, table)] == [2, 1, 0], table
         again = by_partition(spark, lake_root, table)
         assert {d: sorted(map(tuple, again[d])) for d in DAYS} == {d: sorted(map(tuple, parts[table][d])) for d in DAYS}
 
