@@ -332,6 +332,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"Spark Connect with Delta at {server.url} (log: {server.log_path}). Ctrl-C stops it.", flush=True)
+    # `kill <pid>` too: without this, SIGTERM ends Python without its `finally`, and the
+    # server's JVM (a process group of its own) would outlive it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         return server.process.wait()
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
@@ -105,6 +106,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"Spark Thrift JDBC server at {jdbc_url(server)} (log: {server.log_path}). Ctrl-C stops it.", flush=True)
+    # `kill <pid>` too: without this, SIGTERM ends Python without its `finally`, and the
+    # server's JVM (a process group of its own) would outlive it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         return server.process.wait()
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ One lake and its embedded Hive metastore, in order:
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -208,22 +209,37 @@ FRESH_SESSION = """
 
 def test_a_jdbc_client_and_a_fresh_spark_session_see_the_tables_after_the_engine_stops(lake):
     from assetlake_dagster.resources import SparkDeltaResource
-    from assetlake_dagster.spark.thrift_server import beeline_path, jdbc_url, start_thrift_server
+    from assetlake_dagster.spark.thrift_server import beeline_path, start_thrift_server
 
     resource = SparkDeltaResource(lake_root=lake["ASSETLAKE_LAKE_ROOT"], catalog="hive")
     os.environ["ASSETLAKE_ENGINE_DIR"], before = lake["ASSETLAKE_ENGINE_DIR"], os.environ.get("ASSETLAKE_ENGINE_DIR")
     try:
         with pytest.raises(ConfigError, match="assetlake engine stop"):
             start_thrift_server(resource, free_port())  # the engine still holds the embedded metastore
-        assert "stopped the warm engine" in _run(lake, ASSETLAKE, "engine", "stop")
-        with start_thrift_server(resource, free_port(), log_path=os.path.join(lake["DAGSTER_HOME"], "thrift.log")) as server:
-            assert server.host == "127.0.0.1"
-            client = subprocess.run(
-                [beeline_path(), "-u", jdbc_url(server), "-n", "reader", "--silent=true", "--outputformat=tsv2", "-e", BEELINE_SQL],
-                env=lake, capture_output=True, text=True, timeout=300,
-            )
     finally:
         os.environ["ASSETLAKE_ENGINE_DIR"] = before or ""
+    assert "stopped the warm engine" in _run(lake, ASSETLAKE, "engine", "stop")
+
+    # As docs/catalog.md runs it: the module's command line, then `kill`.
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "assetlake_dagster.spark.thrift_server", "--port", str(port)],
+        env=lake, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        banner = server.stdout.readline()  # printed once the server listens (or the error)
+        assert f"at jdbc:hive2://127.0.0.1:{port}/default" in banner, banner + server.stdout.read()
+        client = subprocess.run(
+            [beeline_path(), "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", "reader", "--silent=true",
+             "--outputformat=tsv2", "-e", BEELINE_SQL],
+            env=lake, capture_output=True, text=True, timeout=300,
+        )
+    finally:
+        server.terminate()
+        assert server.wait(timeout=120) == 0
+    # The server's JVM went with it: the port is free again (an orphan would keep it).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))
     assert client.returncode == 0, client.stderr[-3000:]
     lines = [line.rstrip("\t").split("\t") for line in client.stdout.splitlines()]
     assert ["raw", "customers", "false"] in lines and ["raw", "orders", "false"] in lines and ["raw", "late", "false"] in lines
