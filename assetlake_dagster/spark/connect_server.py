@@ -331,7 +331,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ConnectServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"Spark Connect with Delta at {server.url} (log: {server.log_path}). Ctrl-C stops it.", flush=True)
+    return serve_until_stopped(server, f"Spark Connect with Delta at {server.url}")
+
+
+def serve_until_stopped(server: ConnectServer, banner: str) -> int:
+    """Print ``banner`` and the log's path, then wait until the server exits, Ctrl-C or
+    ``kill``; the server (its whole process group) is stopped on the way out."""
+    print(f"{banner} (log: {server.log_path}). Ctrl-C stops it.", flush=True)
     # `kill <pid>` too: without this, SIGTERM ends Python without its `finally`, and the
     # server's JVM (a process group of its own) would outlive it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.errors import AssetlakeError, ConfigError
 from assetlake_dagster.lake.catalog import HIVE_CATALOG
-from assetlake_dagster.spark.connect_server import DEFAULT_HOST, ConnectServer, start_spark_server
+from assetlake_dagster.spark.connect_server import DEFAULT_HOST, ConnectServer, serve_until_stopped, start_spark_server
 from assetlake_dagster.spark.install import pyspark_home
 
 if TYPE_CHECKING:
@@ -105,16 +104,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except AssetlakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"Spark Thrift JDBC server at {jdbc_url(server)} (log: {server.log_path}). Ctrl-C stops it.", flush=True)
-    # `kill <pid>` too: without this, SIGTERM ends Python without its `finally`, and the
-    # server's JVM (a process group of its own) would outlive it.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        return server.process.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        server.stop()
+    return serve_until_stopped(server, f"Spark Thrift JDBC server at {jdbc_url(server)}")
 
 
 if __name__ == "__main__":
