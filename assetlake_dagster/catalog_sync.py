@@ -46,7 +46,7 @@ class SyncLine:
 
 def project_tables(defs: dg.Definitions) -> dict[TableUri, bool]:
     """Every lake table ``defs`` writes or reads, and whether it keeps a ``_current`` view."""
-    from assetlake_dagster.io_manager import materialize_spec_for
+    from assetlake_dagster.io_manager import TABLE_METADATA_KEY, materialize_spec_for
     from assetlake_dagster.writes import STRATEGIES
 
     tables: dict[TableUri, bool] = {}
@@ -56,8 +56,9 @@ def project_tables(defs: dg.Definitions) -> dict[TableUri, bool]:
             spec = materialize_spec_for(node.key, metadata)
             write = STRATEGIES.get(spec.strategy)
             tables[spec.uri] = bool(write and write.current_view)
-        elif "assetlake/table" in metadata:  # an external table the SQL reads
-            tables.setdefault(TableUri.parse(str(getattr(metadata["assetlake/table"], "value", metadata["assetlake/table"]))), False)
+        elif TABLE_METADATA_KEY in metadata:  # an external table the SQL reads
+            named = metadata[TABLE_METADATA_KEY]
+            tables.setdefault(TableUri.parse(str(getattr(named, "value", named))), False)
     return dict(sorted(tables.items(), key=lambda item: item[0].sql_name))
 
 

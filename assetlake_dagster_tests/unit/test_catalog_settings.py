@@ -88,3 +88,18 @@ def test_a_three_part_name_of_a_catalog_the_session_lacks_is_a_located_load_erro
     conf = {"spark.sql.catalog.uc": "io.unitycatalog.spark.UCSingleCatalog"}
     defs = build_definitions(str(tmp_path), spark=SparkDeltaResource(lake_root=str(tmp_path / "lake"), spark_conf=conf))
     assert {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()} == {"mart/totals", "raw/people"}
+
+
+def test_catalog_sync_covers_every_table_of_the_project_and_the_history_tables_views(tmp_path):
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.catalog_sync import project_tables
+    from assetlake_dagster.demo import DEMO_PROJECT_DIR
+
+    tables = project_tables(build_definitions(DEMO_PROJECT_DIR, lake_root=str(tmp_path / "lake")))
+    assert [uri.sql_name for uri in tables] == [
+        "analytics.customer_revenue", "analytics.customers", "analytics.dim_customer", "analytics.fct_orders",
+        "analytics.monthly_revenue", "analytics.payment_reconciliation", "analytics.top_customers",
+        "landing.payments", "ops.load_log", "raw.customers", "raw.orders", "ref.countries",
+        "staging.orders", "staging.payments",
+    ]
+    assert [uri.sql_name for uri, view in tables.items() if view] == ["analytics.dim_customer"]
