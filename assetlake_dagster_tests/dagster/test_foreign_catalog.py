@@ -2,7 +2,7 @@
 
 Spark's JDBC catalog plugin over an in-memory Derby database stands in for any catalog
 plugin (Unity Catalog, Iceberg, Glue): it is configured by `spark.sql.catalog.<name>` in the
-resource's settings, and a SQL file reads `ext.sales.orders` as written, with no asset for it.
+resource's settings, and a SQL file reads `jdbc_src.sales.orders` as written, with no asset for it.
 """
 
 import dagster as dg
@@ -10,25 +10,28 @@ import dagster as dg
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.resources import SparkDeltaResource
 
+#: Not named like any schema of the suite's projects: the resource's settings also reach the
+#: worker's shared session (as `getOrCreate` applies them), where a catalog named `ext` would
+#: shadow the `ext.weights` table later tests read.
 EXT = {
-    "spark.sql.catalog.ext": "org.apache.spark.sql.execution.datasources.v2.jdbc.JDBCTableCatalog",
-    "spark.sql.catalog.ext.url": "jdbc:derby:memory:assetlake_ext;create=true",
-    "spark.sql.catalog.ext.driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver",
+    "spark.sql.catalog.jdbc_src": "org.apache.spark.sql.execution.datasources.v2.jdbc.JDBCTableCatalog",
+    "spark.sql.catalog.jdbc_src.url": "jdbc:derby:memory:assetlake_ext;create=true",
+    "spark.sql.catalog.jdbc_src.driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver",
 }
 
 
 def test_a_file_reads_a_table_of_another_catalog_by_its_three_part_name(spark, lake_root, tmp_path):
     for key, value in EXT.items():
         spark.conf.set(key, value)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS ext.sales")
-    spark.sql("DROP TABLE IF EXISTS ext.sales.orders")
-    spark.sql("CREATE TABLE ext.sales.orders (id INT, amount DOUBLE)")
-    spark.sql("INSERT INTO ext.sales.orders VALUES (1, 2.5), (2, 4.0), (1, 1.5)")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS jdbc_src.sales")
+    spark.sql("DROP TABLE IF EXISTS jdbc_src.sales.orders")
+    spark.sql("CREATE TABLE jdbc_src.sales.orders (id INT, amount DOUBLE)")
+    spark.sql("INSERT INTO jdbc_src.sales.orders VALUES (1, 2.5), (2, 4.0), (1, 1.5)")
     project = tmp_path / "project"
     project.mkdir()
     (project / "order_totals.sql").write_text(
         "-- materialize delta://mart/order_totals key=id\n\n"
-        "SELECT id, sum(amount) AS total FROM ext.sales.orders GROUP BY id\n"
+        "SELECT id, sum(amount) AS total FROM jdbc_src.sales.orders GROUP BY id\n"
     )
     defs = build_definitions(str(project), spark=SparkDeltaResource(lake_root=lake_root, spark_conf=EXT))
     graph = defs.resolve_asset_graph()

@@ -75,10 +75,21 @@ def lake(tmp_path_factory):
         DAGSTER_HOME=str(folder / "home"),
     )
     os.makedirs(env["DAGSTER_HOME"])
+    # Connect sessions made here mark this process as a Connect client, and the worker's later
+    # tests use classic sessions: the mark goes with this module (as in dagster/test_spark_connect.py).
+    mode_before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
     try:
         yield env
     finally:
         WarmEngine(engine_dir).stop()
+        _restore("SPARK_CONNECT_MODE_ENABLED", mode_before)
+
+
+def _restore(name, value):
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def _run(env, *args):
@@ -116,7 +127,7 @@ def _engine_session(env):
     try:
         return resource, resource.new_session()
     finally:
-        os.environ["ASSETLAKE_ENGINE_DIR"] = before or ""
+        _restore("ASSETLAKE_ENGINE_DIR", before)
 
 
 def _location(session, name):
@@ -217,7 +228,7 @@ def test_a_jdbc_client_and_a_fresh_spark_session_see_the_tables_after_the_engine
         with pytest.raises(ConfigError, match="assetlake engine stop"):
             start_thrift_server(resource, free_port())  # the engine still holds the embedded metastore
     finally:
-        os.environ["ASSETLAKE_ENGINE_DIR"] = before or ""
+        _restore("ASSETLAKE_ENGINE_DIR", before)
     assert "stopped the warm engine" in _run(lake, ASSETLAKE, "engine", "stop")
 
     # As docs/catalog.md runs it: the module's command line, then `kill`.
