@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.annotations import Header, header_length, parse_header
+from assetlake_dagster.lake.catalog import SESSION_CATALOG_NAME
 from assetlake_dagster.annotations.fields import spec_arguments
 from assetlake_dagster.dag import TableKey, check_project, table_key, uri_order
 from assetlake_dagster.errors import (
@@ -172,7 +173,7 @@ def unknown_catalogs(spec: SqlAssetSpec, src: SourceText, catalogs: Optional[Col
     for table in spec.foreign_tables:
         if table.catalog.lower() in catalogs or table.location is None:
             continue
-        others = sorted(c for c in catalogs if c != "spark_catalog")
+        others = sorted(c for c in catalogs if c != SESSION_CATALOG_NAME)
         known = f" (the session has: {', '.join(others)})" if others else ""
         problems.append(src.diagnostic(
             table.location.line, table.location.col,

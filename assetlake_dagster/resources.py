@@ -21,7 +21,7 @@ from pydantic import Field
 
 from assetlake_dagster.defer import DEFER_ENV
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake.catalog import CatalogSettings, embedded_metastore_rule
+from assetlake_dagster.lake.catalog import SESSION_CATALOG_NAME, CatalogSettings, embedded_metastore_rule
 from assetlake_dagster.lake.root import Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
@@ -199,7 +199,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
             return None
         prefix = "spark.sql.catalog."
         names = {key[len(prefix):] for key in conf if key.startswith(prefix)}
-        return frozenset({"spark_catalog", *(name.lower() for name in names if name and "." not in name)})
+        return frozenset({SESSION_CATALOG_NAME, *(name.lower() for name in names if name and "." not in name)})
 
     def s3_settings(self) -> S3Settings:
         """The S3 settings: these fields, else the standard AWS variables."""

@@ -34,6 +34,7 @@ from assetlake_dagster.sql_statements import (
     statement_role,
     write_targets,
 )
+from assetlake_dagster.lake.catalog import SESSION_CATALOG_NAME
 from assetlake_dagster.spec import ForeignTable, SqlStatement, TableUri, is_identifier
 
 DIALECT = "spark"
@@ -41,8 +42,6 @@ SETUP_STATEMENTS = "SET, RESET, CREATE TEMP VIEW, CACHE TABLE and UNCACHE TABLE"
 #: ``<format>.`<path>``` reads files directly, bypassing the managed tables.
 PATH_FORMATS = frozenset({"delta", "parquet", "orc", "json", "csv", "text", "avro", "binaryfile"})
 _MANAGED_HINT = "Refer to managed tables as 'schema.table'."
-#: Spark's own session catalog: ``spark_catalog.s.t`` is the lake's ``s.t``.
-SESSION_CATALOG_NAME = "spark_catalog"
 #: ``{partition}`` and friends, optionally wrapped in single quotes (Windmill's form).
 PARTITION_PLACEHOLDERS = ("partition", "partition_start", "partition_end")
 PLACEHOLDER_RE = re.compile(r"'\{(partition(?:_start|_end)?)\}'|\{(partition(?:_start|_end)?)\}")
@@ -159,7 +158,6 @@ class _Analyzer:
         self.body_start = body_start
         self.dialect = Dialect.get_or_raise(DIALECT)
         self.diagnostics: list[Diagnostic] = []
-        self._table_refs: Optional[tuple["TableRef | ForeignTable", ...]] = None
 
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (line, col) of a character offset."""
@@ -183,11 +181,12 @@ class _Analyzer:
             setup, select = self._manual(statements)
         else:
             setup, select = self._managed(statements)
+        refs = self._tables(statements)
         analysis = SqlAnalysis(
             setup=tuple(_as_spec(s) for s in setup),
             select=_as_spec(select) if select else None,
-            tables=tuple(r for r in self._tables(statements) if isinstance(r, TableRef)),
-            foreign_tables=tuple(r for r in self._tables(statements) if isinstance(r, ForeignTable)),
+            tables=tuple(r for r in refs if isinstance(r, TableRef)),
+            foreign_tables=tuple(r for r in refs if isinstance(r, ForeignTable)),
             output_columns=self._output_columns(select) if select and select.role == "query" else None,
             parameters=tuple(p for s in statements for p in self._parameters(s)),
         )
@@ -384,8 +383,6 @@ class _Analyzer:
     # -- tables, columns, parameters --------------------------------------------------------
 
     def _tables(self, statements: list[_Statement]) -> tuple["TableRef | ForeignTable", ...]:
-        if self._table_refs is not None:  # asked twice: the lake's tables, then the others
-            return self._table_refs
         refs: dict[Any, "TableRef | ForeignTable"] = {}
         for statement in statements:
             if statement.expression is None:
@@ -396,8 +393,7 @@ class _Analyzer:
             # find_all walks breadth first; keep the file's order so "first reference" means it.
             for ref in sorted(filter(None, found), key=lambda r: (r.location.line, r.location.col)):
                 refs.setdefault(ref.uri if isinstance(ref, TableRef) else ref.name.lower(), ref)
-        self._table_refs = tuple(refs.values())
-        return self._table_refs
+        return tuple(refs.values())
 
     def _table_ref(self, table: exp.Table) -> "TableRef | ForeignTable | None":
         name, db, catalog = table.this, table.args.get("db"), table.args.get("catalog")
