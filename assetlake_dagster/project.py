@@ -141,6 +141,7 @@ def load_project(
             spec, problems = _load_custom_tests(spec, src, root)
             diagnostics.extend(problems)
             diagnostics.extend(unknown_catalogs(spec, src, catalogs))
+            diagnostics.extend(shadowed_schemas(spec, src, catalogs))
             specs.append(spec)
             sources[spec.path] = src
     python = [PythonAsset(asset) for asset in python_assets]
@@ -181,6 +182,33 @@ def unknown_catalogs(spec: SqlAssetSpec, src: SourceText, catalogs: Optional[Col
             f"Configure it (spark.sql.catalog.{table.catalog}=<catalog plugin class> in the resource's spark_conf), "
             "or refer to a managed table as 'schema.table'.",
             span=table.span,
+        ))
+    return problems
+
+
+def shadowed_schemas(spec: SqlAssetSpec, src: SourceText, catalogs: Optional[Collection[str]]) -> list[Diagnostic]:
+    """A located error for each lake table whose schema is also the name of a catalog plugin.
+
+    Spark reads a two-part name ``a.t`` as the table ``t`` of the catalog ``a`` when the session
+    has a catalog of that name, so the lake's schema ``a`` could no longer be read or registered
+    by name. Each table is reported once, at its first mention.
+    """
+    if not catalogs:
+        return []
+    plugins = {name for name in catalogs if name != SESSION_CATALOG_NAME}
+    mentions = [(spec.uri, spec.materialize.location), *((up.uri, up.location) for up in spec.upstreams)]
+    problems, seen = [], set()
+    for uri, location in mentions:
+        if uri.schema.lower() not in plugins or location is None or uri in seen:
+            continue
+        seen.add(uri)
+        problems.append(src.diagnostic(
+            location.line, location.col,
+            f"the lake's schema '{uri.schema}' ({uri.sql_name}) has the name of the catalog plugin "
+            f"'{uri.schema.lower()}' (spark.sql.catalog.{uri.schema.lower()}): Spark would read "
+            f"'{uri.sql_name}' as the table '{uri.table}' of that catalog.",
+            f"Give the catalog plugin another name in the resource's spark_conf, or keep the lake's tables "
+            f"out of the schema '{uri.schema}'.",
         ))
     return problems
 

@@ -90,6 +90,33 @@ def test_a_three_part_name_of_a_catalog_the_session_lacks_is_a_located_load_erro
     assert {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()} == {"mart/totals", "raw/people"}
 
 
+def test_a_catalog_plugin_named_like_a_lake_schema_is_a_located_load_error(tmp_path):
+    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.errors import ProjectError
+
+    (tmp_path / "totals.sql").write_text(
+        "-- materialize delta://mart/totals\n\nSELECT id FROM ext.people JOIN ext.people USING (id)\n"
+    )
+    (tmp_path / "ext_copy.sql").write_text("-- materialize delta://EXT/copy\n\nSELECT 1 AS id\n")
+    conf = {"spark.sql.catalog.ext": "io.unitycatalog.spark.UCSingleCatalog"}
+    with pytest.raises(ProjectError) as failed:
+        build_definitions(str(tmp_path), spark=SparkDeltaResource(lake_root=str(tmp_path / "lake"), spark_conf=conf))
+    # One error per table, at its first mention: the target's line and the read's name.
+    assert [problem.render().splitlines()[0] for problem in failed.value.diagnostics] == [
+        f"{tmp_path}/ext_copy.sql:1:16: the lake's schema 'EXT' (EXT.copy) has the name of the catalog plugin "
+        "'ext' (spark.sql.catalog.ext): Spark would read 'EXT.copy' as the table 'copy' of that catalog. Give "
+        "the catalog plugin another name in the resource's spark_conf, or keep the lake's tables out of the "
+        "schema 'EXT'.",
+        f"{tmp_path}/totals.sql:3:16: the lake's schema 'ext' (ext.people) has the name of the catalog plugin "
+        "'ext' (spark.sql.catalog.ext): Spark would read 'ext.people' as the table 'people' of that catalog. "
+        "Give the catalog plugin another name in the resource's spark_conf, or keep the lake's tables out of "
+        "the schema 'ext'.",
+    ]
+    # Under another name the plugin shadows nothing, and the project loads.
+    conf = {"spark.sql.catalog.uc": "io.unitycatalog.spark.UCSingleCatalog"}
+    build_definitions(str(tmp_path), spark=SparkDeltaResource(lake_root=str(tmp_path / "lake"), spark_conf=conf))
+
+
 def test_catalog_sync_covers_every_table_of_the_project_and_the_history_tables_views(tmp_path):
     from assetlake_dagster.build import build_definitions
     from assetlake_dagster.catalog_sync import project_tables
