@@ -92,7 +92,7 @@ def catalog_metadata(uri: TableUri, log: DeltaLog) -> dict[str, Any]:
     return {
         "path": dg.MetadataValue.path(log.table_path),
         "dagster/uri": dg.MetadataValue.path(log.table_path),
-        "dagster/table_name": uri.sql_name,
+        "dagster/table_name": uri.qualified_name,
         "dagster/column_schema": delta_column_schema(log.read_metadata(), log.table_path),
     }
 

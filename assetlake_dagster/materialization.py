@@ -246,7 +246,7 @@ def materialization_metadata(
     table = slice_table(spark, path, result.version, partitions)
     metadata: dict[str, Any] = {
         "dagster/uri": dg.MetadataValue.path(path),
-        "dagster/table_name": uri.sql_name,
+        "dagster/table_name": uri.qualified_name,
         **_row_counts(spark, path, strategy, result, partitions, partition_counts),
         "dagster/column_schema": column_schema(table.schema, descriptions),
         "assetlake/table": str(uri),

@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
 from assetlake_dagster.annotations import Header, header_length, parse_header
-from assetlake_dagster.lake.catalog import SESSION_CATALOG_NAME
+from assetlake_dagster.spec.names import SESSION_CATALOG_NAME
 from assetlake_dagster.annotations.fields import spec_arguments
 from assetlake_dagster.dag import TableKey, check_project, table_key, uri_order
 from assetlake_dagster.errors import (

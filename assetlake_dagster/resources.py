@@ -21,7 +21,8 @@ from pydantic import Field
 
 from assetlake_dagster.defer import DEFER_ENV
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.lake.catalog import SESSION_CATALOG_NAME, CatalogSettings, embedded_metastore_rule
+from assetlake_dagster.lake.catalog import CatalogSettings, embedded_metastore_rule
+from assetlake_dagster.spec.names import SESSION_CATALOG_NAME
 from assetlake_dagster.lake.root import Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir

@@ -34,7 +34,7 @@ from assetlake_dagster.sql_statements import (
     statement_role,
     write_targets,
 )
-from assetlake_dagster.lake.catalog import SESSION_CATALOG_NAME
+from assetlake_dagster.spec.names import SESSION_CATALOG_NAME
 from assetlake_dagster.spec import ForeignTable, SqlStatement, TableUri, is_identifier
 
 DIALECT = "spark"

@@ -129,7 +129,7 @@ class AssetlakeTranslator:
                 ]
             )
         metadata: dict[str, Any] = {
-            "dagster/table_name": spec.uri.sql_name,
+            "dagster/table_name": spec.uri.qualified_name,
             "assetlake/table": str(spec.uri),
             "assetlake/file": display_path(spec.path),
             "dagster/code_references": code_references,
@@ -167,5 +167,5 @@ class AssetlakeTranslator:
             + (f"; read by {users}." if users else "."),
             group_name="external",
             kinds={"delta"},
-            metadata={"dagster/table_name": uri.sql_name, "assetlake/table": str(uri)},
+            metadata={"dagster/table_name": uri.qualified_name, "assetlake/table": str(uri)},
         )

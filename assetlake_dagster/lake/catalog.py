@@ -37,8 +37,6 @@ METASTORE_DIR_ENV = "ASSETLAKE_METASTORE_DIR"
 SESSION_CATALOG = "session"
 HIVE_CATALOG = "hive"
 CATALOGS = (SESSION_CATALOG, HIVE_CATALOG)
-#: Spark's name of its session catalog: ``spark_catalog.s.t`` is the lake's ``s.t``.
-SESSION_CATALOG_NAME = "spark_catalog"
 #: Spark's setting for the session catalog's implementation, and its two values.
 CATALOG_IMPLEMENTATION_CONF = "spark.sql.catalogImplementation"
 IMPLEMENTATIONS = {SESSION_CATALOG: "in-memory", HIVE_CATALOG: "hive"}

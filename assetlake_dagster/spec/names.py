@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 URI_SCHEME = "delta://"
+#: Spark's name of its session catalog, where the lake's tables are registered: ``spark_catalog.s.t``
+#: is the lake's ``s.t``.
+SESSION_CATALOG_NAME = "spark_catalog"
 
 #: The managed column holding each row's partition key; the table's Delta partition column.
 PARTITION_COLUMN = "_partition"
@@ -58,6 +61,8 @@ class TableUri:
         >>> uri = TableUri("analytics", "dim_customer")
         >>> str(uri), uri.sql_name, uri.asset_key_path
         ('delta://analytics/dim_customer', 'analytics.dim_customer', ['analytics', 'dim_customer'])
+        >>> uri.qualified_name
+        'spark_catalog.analytics.dim_customer'
     """
 
     schema: str
@@ -74,6 +79,11 @@ class TableUri:
     @property
     def sql_name(self) -> str:
         return f"{self.schema}.{self.table}"
+
+    @property
+    def qualified_name(self) -> str:
+        """The name with its catalog, as the catalog knows it (``dagster/table_name``)."""
+        return f"{SESSION_CATALOG_NAME}.{self.sql_name}"
 
     @property
     def asset_key_path(self) -> list[str]:

@@ -78,7 +78,7 @@ def test_materialize_all_twice(spark, project):
     clean = first["mart/people_clean"]
     assert clean["delta/version"].value == 0
     assert clean["dagster/row_count"].value == 3
-    assert clean["dagster/table_name"].value == "mart.people_clean"
+    assert clean["dagster/table_name"].value == "spark_catalog.mart.people_clean"
     assert clean["dagster/uri"].value == os.path.join(os.path.realpath(lake_root), "mart", "people_clean")
     assert [c.name for c in clean["dagster/column_schema"].schema.columns] == [
         "id", "display_name", "score", "active", "born", "seen_at"

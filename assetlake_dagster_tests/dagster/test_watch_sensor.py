@@ -244,7 +244,7 @@ def test_a_new_commit_requests_exactly_the_partitions_it_changed(watch):
     assert meta["changed_partitions"] == "order_date=2024-01-05"
     # The table's columns, read from its log, as "Observe" records them.
     assert [c.name for c in meta["dagster/column_schema"].columns][:1] == ["order_id"]
-    assert meta["dagster/table_name"] == "landing.orders"
+    assert meta["dagster/table_name"] == "spark_catalog.landing.orders"
     assert latest_data_version(watch.instance, LANDING) == "1"
     # Dagster evaluating the same tick again asks for the same runs (their run keys dedupe).
     again = watch.tick(baseline.cursor)

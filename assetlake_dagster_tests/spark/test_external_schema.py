@@ -86,7 +86,7 @@ def test_the_schema_from_the_log_is_sparks_and_the_observation_records_it(spark,
     assert metadata["delta_version"] == 1
     assert metadata["dagster/column_schema"] == from_log
     assert metadata["dagster/uri"] == metadata["path"] == path
-    assert metadata["dagster/table_name"] == "landing.orders"
+    assert metadata["dagster/table_name"] == "spark_catalog.landing.orders"
 
 
 def test_the_schema_from_a_spark_checkpoint_when_the_commits_before_it_are_gone(spark, lake_root):
