@@ -7,13 +7,34 @@ write: SCD2 history runs on one table per round, then replaces of disjoint parti
 one shared table.
 """
 
+import inspect
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Mapping
 
 from assetlake_dagster.spec import PARTITION_COLUMN
+
+
+def meet(barriers: str, name: str, me: str, other: str, deadline_s: float = 600.0) -> None:
+    """Wait at the barrier ``name`` until the other writer reaches it too.
+
+    Fails at once when the other writer has gone (its ``gone.<other>`` mark: it exited, maybe on an
+    error), and after ``deadline_s``: a writer alone would otherwise wait until the test's
+    time limit and hide the other's error (a CI run waited 1200 s so).
+    """
+    open(os.path.join(barriers, f"{name}.{me}"), "w").close()
+    deadline = time.monotonic() + deadline_s
+    while not os.path.exists(os.path.join(barriers, f"{name}.{other}")):
+        if os.path.exists(os.path.join(barriers, f"gone.{other}")):
+            raise RuntimeError(f"writer {me}: writer {other} exited before the barrier {name}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"writer {me}: writer {other} did not reach the barrier {name} in {deadline_s:.0f} s")
+        time.sleep(0.01)
+
 
 WRITER = """
     import json, os, sys, time
@@ -25,13 +46,14 @@ WRITER = """
 
     me, rounds, root, barriers = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     other = "b" if me == "a" else "a"
+    # Whatever ends this process, the other writer learns it at its next barrier.
+    import atexit
+    atexit.register(lambda: open(os.path.join(barriers, f"gone.{me}"), "w").close())
     resource = SparkDeltaResource(lake_root=root)
     spark = resource.new_session()
 
     def barrier(name):
-        open(os.path.join(barriers, f"{name}.{me}"), "w").close()
-        while not os.path.exists(os.path.join(barriers, f"{name}.{other}")):
-            time.sleep(0.01)
+        meet(barriers, name, me, other)
 
     outcomes = []
     for i in range(rounds):
@@ -83,18 +105,18 @@ def check_history(rows, label):
 
 def run_writers(root: str, barriers: str, env: Mapping[str, str], rounds: int) -> list:
     """Run writers ``a`` and ``b`` at once; each one's outcomes, ``[status, detail]`` per write."""
-    code = textwrap.dedent(WRITER)
+    code = inspect.getsource(meet) + textwrap.dedent(WRITER)
     procs = [
         subprocess.Popen([sys.executable, "-c", code, me, str(rounds), root, barriers], env=dict(env),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for me in ("a", "b")
     ]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=1200)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+    outputs = [proc.communicate(timeout=1200) for proc in procs]
+    # Both writers' errors: the one that failed first is the cause, the other's is its peer gone.
+    errors = [f"writer {me} (exit {proc.returncode}): {err[-3000:]}"
+              for me, proc, (_, err) in zip("ab", procs, outputs) if proc.returncode != 0]
+    assert not errors, "\n".join(errors)
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
 
 
 def check_writers(results: list, open_table: Callable, rounds: int) -> None:
