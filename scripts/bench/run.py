@@ -89,9 +89,15 @@ def main() -> int:
     try:
         progress(f"starting Spark (workdir {workdir})")
         spark = spark_session(workdir, args.cores)
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        results["versions"] = {p: version(p) for p in ("pyspark", "delta-spark", "dagster", "dbt-core", "dbt-spark")}
+        def installed(package: str) -> str:
+            try:
+                return version(package)
+            except PackageNotFoundError:  # B6 runs without dbt (e.g. from the product venv)
+                return "not installed"
+
+        results["versions"] = {p: installed(p) for p in ("pyspark", "delta-spark", "dagster", "dbt-core", "dbt-spark")}
         ours_props = DELETION_VECTORS if args.ours_deletion_vectors else None
         for name in chosen:
             if name == "B1":

@@ -5,6 +5,10 @@ table after ``--runs`` runs, with no maintenance, with Delta auto compaction, an
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python scripts/bench/small_files.py \\
         --rows 100000 --runs 30 --out small_files_results.json
 
+``--deletion-vectors`` creates every table with ``delta.enableDeletionVectors=true`` (as a
+``-- properties`` line would): a MERGE then marks the changed rows in deletion vectors and adds a
+file of their new versions instead of rewriting the files it touches, so files accumulate.
+
 One local Spark session (``common.spark_session``: the product's builder, ``local[2]``). Every write
 is the product's own: ``strategy_for(WriteStrategy.X).write(spark, df, WriteTarget(...))`` with a
 fresh ``CommitStamp`` run id per run, as the IO manager calls it. Run 1 creates the table (the
@@ -115,6 +119,7 @@ SCHEMA = "small_files"
 MERGE_CHANGED, MERGE_NEW, APPEND_NEW, HISTORY_CHANGED = 0.02, 0.005, 0.01, 0.01
 FIRST_DAY = "2024-01-01"
 AUTO_COMPACT_PROPERTY = "delta.autoOptimize.autoCompact"
+DV_PROPERTY = "delta.enableDeletionVectors"
 #: Delta's auto compaction settings (``spark.databricks.delta.`` + key), printed and recorded.
 AUTO_COMPACT_SETTINGS = (
     "autoCompact.enabled", "autoCompact.minNumFiles", "autoCompact.minFileSize", "autoCompact.maxFileSize",
@@ -250,20 +255,24 @@ def commits_after(path: str, after: Optional[int]) -> list[dict]:
     for v in log_versions(path):
         if after is not None and v <= after:
             continue
-        added = removed = 0
+        adds: set = set()
+        removes: set = set()
         info: dict = {}
         with open(os.path.join(path, "_delta_log", f"{v:020d}.json")) as f:
             for line in f:
                 action = json.loads(line)
                 if "add" in action:
-                    added += 1
+                    adds.add(action["add"]["path"])
                 elif "remove" in action:
-                    removed += 1
+                    removes.add(action["remove"]["path"])
                 elif "commitInfo" in action:
                     info = action["commitInfo"]
         params = info.get("operationParameters") or {}
+        # With deletion vectors, a file that lost rows is removed and added again under its
+        # own path with its new vector: that is no new file.
         out.append({
-            "version": v, "operation": info.get("operation"), "added": added, "removed": removed,
+            "version": v, "operation": info.get("operation"), "added": len(adds - removes),
+            "removed": len(removes - adds), "vectors_updated": len(adds & removes),
             "auto_compaction": info.get("operation") == "OPTIMIZE" and str(params.get("auto")).lower() == "true",
             "stamped": bool(info.get("userMetadata")),
         })
@@ -315,7 +324,7 @@ def measure_reads(spark, path: str, lookup_id: int, reps: int) -> dict:
 
 # -- one strategy x mode -----------------------------------------------------------------------
 def run_series(spark, lake, w: Workload, mode: str, runs: int, every: int, read_reps: int,
-               auto_min_files: Optional[int]) -> dict:
+               auto_min_files: Optional[int], deletion_vectors: bool = False) -> dict:
     from assetlake_dagster.lake.delta_sql import session_conf
     from assetlake_dagster.lake.maintenance import optimize_table, table_files
     from assetlake_dagster.spec import TableUri
@@ -329,7 +338,10 @@ def run_series(spark, lake, w: Workload, mode: str, runs: int, every: int, read_
     shutil.rmtree(path, ignore_errors=True)
     label = f"{w.strategy} {mode}"
     auto = mode in ("auto", "auto_fresh")
-    layout = LayoutSpec(properties=((AUTO_COMPACT_PROPERTY, "true"),)) if auto else LayoutSpec()
+    properties = ((AUTO_COMPACT_PROPERTY, "true"),) if auto else ()
+    if deletion_vectors:  # as a `-- properties delta.enableDeletionVectors=true` line creates the table
+        properties += ((DV_PROPERTY, "true"),)
+    layout = LayoutSpec(properties=properties)
     mode_conf = ({"spark.databricks.delta.autoCompact.minNumFiles": str(auto_min_files)}
                  if auto and auto_min_files is not None else {})
     series: list[dict] = []
@@ -365,10 +377,11 @@ def run_series(spark, lake, w: Workload, mode: str, runs: int, every: int, read_
             "product": {"committed": result.committed, "version": result.version, "operation": result.operation,
                         "rows_written": result.rows_written},
         }
-        if r == 1 and auto:
+        if r == 1 and properties:
             props = spark.sql(f"DESCRIBE DETAIL {path_ident(path)}").first()["properties"] or {}
-            if props.get(AUTO_COMPACT_PROPERTY) != "true":
-                raise BenchError(f"{label}: the table was created without {AUTO_COMPACT_PROPERTY}=true: {props}")
+            for key, value in properties:
+                if props.get(key) != value:
+                    raise BenchError(f"{label}: the table was created without {key}={value}: {props}")
         if mode == "scheduled" and r % every == 0:
             t0 = time.perf_counter()
             m = optimize_table(spark, lake, uri)
@@ -510,6 +523,8 @@ def main() -> int:
     parser.add_argument("--read-reps", type=int, default=3, help="timed repetitions of each read (after a warm-up)")
     parser.add_argument("--workdir", default=None, help="keep the tables here (default: a temp folder, removed)")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--deletion-vectors", action="store_true",
+                        help="create every table with delta.enableDeletionVectors=true (a MERGE then adds files)")
     args = parser.parse_args()
     if args.runs < 2 or args.rows < 100 or args.every < 1:
         parser.error("--runs >= 2, --rows >= 100, --every >= 1")
@@ -556,7 +571,7 @@ def main() -> int:
             for mode in args.modes:
                 progress(f"{strategy} {mode}: {args.runs} runs at {args.rows} rows")
                 per_mode[mode] = run_series(spark, lake, w, mode, args.runs, args.every, args.read_reps,
-                                            args.auto_min_files)
+                                            args.auto_min_files, args.deletion_vectors)
                 write_json(args.out, results)
             bound = bounds(per_mode["none"], args.every) if "none" in per_mode else None
             if bound is not None:
