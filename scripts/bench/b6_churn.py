@@ -151,14 +151,9 @@ def _dv(dv: bool) -> str:
 
 def run(spark, workdir: str, rows: int = 1_000_000, churns: Sequence[float] = CHURNS,
         histories: Sequence[int] = HISTORIES, reps: int = 3, out_png: Optional[str] = DEFAULT_PNG,
-        dvs: Sequence[bool] = (False, True), history_churn: float = 1.0, seed: int = 42,
-        maintain: bool = False) -> dict:
+        dvs: Sequence[bool] = (False, True), history_churn: float = 1.0, seed: int = 42) -> dict:
     """B6 at ``rows`` keys: every (history x dv x churn) cell, ``reps`` timed rounds each; the
-    plot at ``out_png`` (None: no plot). ``churns`` and ``history_churn`` in percent of the keys.
-    ``maintain``: each history is compacted by the product's ``OPTIMIZE`` before it is measured,
-    as a scheduled ``-- maintain`` keeps a table (the chain goes on from the compacted table)."""
-    from assetlake_dagster.lake.maintenance import optimize_table
-    from assetlake_dagster.lake.root import Lake
+    plot at ``out_png`` (None: no plot). ``churns`` and ``history_churn`` in percent of the keys."""
     from assetlake_dagster.spec import TableUri, WriteStrategy
     from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 
@@ -191,7 +186,6 @@ def run(spark, workdir: str, rows: int = 1_000_000, churns: Sequence[float] = CH
     product_write(build_src, created, "build")
     bases: dict = {}
     build_seconds: dict = {}
-    optimized: dict = {}
     for dv in dvs:
         t0 = time.perf_counter()
         chain = os.path.join(lake, f"chain_dv{int(dv)}")
@@ -204,10 +198,6 @@ def run(spark, workdir: str, rows: int = 1_000_000, churns: Sequence[float] = CH
                 done += 1
                 if done % 5 == 0 or done == h:
                     progress(f"B6 build dv={_dv(dv)}: {done} runs ({time.perf_counter() - t0:.0f}s)")
-            if maintain:
-                done_opt = optimize_table(spark, Lake(os.path.dirname(lake)), TableUri("b6", f"chain_dv{int(dv)}"))
-                optimized[f"h{h}_dv{_dv(dv)}"] = {"files_before": done_opt.before.current_files, "files_after": done_opt.after.current_files}
-                progress(f"B6 maintain dv={_dv(dv)} h{h}: OPTIMIZE {done_opt.before.current_files} -> {done_opt.after.current_files} files")
             base = os.path.join(lake, f"base_h{h}_dv{int(dv)}")
             fresh_copy(spark, chain, base)
             bases[(h, dv)] = base
@@ -270,13 +260,13 @@ def run(spark, workdir: str, rows: int = 1_000_000, churns: Sequence[float] = CH
     hist_text = (f"history{hl}/history{hs}={hist_worst:.2f} goal<={GOAL_HISTORY:.2f} {'ok' if hist_ok else 'MISSED'} "
                  f"(churn {_pct(ref)}, dv {'/'.join(f'{k}={v:.2f}' for k, v in hist_ratios.items())})"
                  if hist_worst is not None else "history=n/a (one history length)")
-    line = (f"B6{'-maintained' if maintain else ''} {zero_text} {hist_text} rows={rows} reps={reps} churns={'/'.join(_pct(c) for c in churns)} "
+    line = (f"B6 {zero_text} {hist_text} rows={rows} reps={reps} churns={'/'.join(_pct(c) for c in churns)} "
             f"histories={'/'.join(map(str, histories))} | ours/anchor@{_pct(ref)} {anchor_ref}"
             + (f" plot={os.path.relpath(plot, REPO) if plot.startswith(REPO) else plot}" if plot else ""))
     return {
         "benchmark": "B6", "rows": rows, "churns_pct": churns, "histories": histories, "dvs": [_dv(d) for d in dvs],
         "history_churn_pct": history_churn, "history_keys_per_run": hist_keys, "reps": reps, "seed": seed,
-        "build_seconds": build_seconds, "bases": base_stats, "maintain": maintain, "optimized": optimized, "seconds_total": time.perf_counter() - started,
+        "build_seconds": build_seconds, "bases": base_stats, "seconds_total": time.perf_counter() - started,
         "goal": {"zero_churn_ours_diff": GOAL_ZERO, "zero_churn_commits": 0, "history_ratio": GOAL_HISTORY},
         "zero_churn": {"worst_ours_diff": zero_worst and zero_worst["ours_diff"], "max_commits": zero_commits,
                        "cells": {f"h{x['history']}_dv{_dv(x['dv'])}": x["ours_diff"] for x in zero}, "ok": zero_ok},

@@ -62,8 +62,6 @@ def main() -> int:
     parser.add_argument("--b6-histories", type=int, nargs="+", default=[1, 10, 30], help="B6 history lengths (runs)")
     parser.add_argument("--b6-reps", type=int, default=3, help="B6 repetitions per cell")
     parser.add_argument("--b6-dvs", nargs="+", choices=["off", "on"], default=["off", "on"], help="B6 deletion vectors")
-    parser.add_argument("--b6-maintain", action="store_true",
-                        help="B6: OPTIMIZE each history before it is measured, as a scheduled `-- maintain` keeps it")
     parser.add_argument("--b6-png", default=os.path.join(REPO, "docs", "img", "b6_churn.png"), help="B6 plot ('' = none)")
     parser.add_argument("--ours-deletion-vectors", action=argparse.BooleanOptionalAction, default=True,
                         help="B1, B7: ours (and bare) start from a table with deletion vectors, as the product "
@@ -119,8 +117,7 @@ def main() -> int:
                 import b6_churn
 
                 res = b6_churn.run(spark, workdir, args.b6_rows, args.b6_churns, args.b6_histories, args.b6_reps,
-                                   out_png=args.b6_png or None, dvs=[d == "on" for d in args.b6_dvs],
-                                   maintain=args.b6_maintain)
+                                   out_png=args.b6_png or None, dvs=[d == "on" for d in args.b6_dvs])
                 results["benchmarks"]["B6"] = res
                 print(res["line"], flush=True)
                 code = max(code, 0 if res["ok"] else 1)
