@@ -95,7 +95,9 @@ def maintenance_definitions(
     assert maintain is not None
     uri, name = spec.uri, f"maintain__{spec.uri.schema}__{spec.uri.table}"
 
-    @dg.op(name=name, required_resource_keys={spark_key}, description=f"OPTIMIZE{' and VACUUM' if maintain.vacuum else ''} {uri}")
+    # The op's name is not the job's: a code location checks that every op and graph name in it
+    # stands for one definition, and the job's graph takes the job's name.
+    @dg.op(name=f"{name}__op", required_resource_keys={spark_key}, description=f"OPTIMIZE{' and VACUUM' if maintain.vacuum else ''} {uri}")
     def maintain_table(context) -> None:  # unannotated: this module postpones annotations, Dagster reads them
         from assetlake_dagster.lake.maintenance import optimize_table
 

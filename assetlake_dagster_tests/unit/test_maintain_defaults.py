@@ -47,6 +47,17 @@ def test_a_project_default_and_a_group_default(tmp_path):
     assert set(_crons(only_all)) == {"maintain__raw__t", "maintain__s__u", "maintain__s__own"}
 
 
+def test_definitions_with_maintenance_jobs_load_as_a_code_location_loads_them(tmp_path):
+    # `dagster dev` and `dagster definitions validate` check every job's ops and graphs for
+    # unique names; the op, the graph and the job of a `-- maintain` line once shared one name,
+    # and no code location with such a line loaded ("Conflicting definitions ... 'maintain__s__own'").
+    project = _project(tmp_path / "p")
+    defs = build_definitions(project, lake_root=str(tmp_path / "lake"), maintain="@weekly")
+    dg.Definitions.validate_loadable(defs)
+    jobs = {job.name for job in defs.get_repository_def().get_all_jobs()}
+    assert {"maintain__raw__t", "maintain__s__u", "maintain__s__own"} <= jobs
+
+
 def test_a_bad_default_is_the_lines_located_error(tmp_path):
     project = _project(tmp_path / "p")
     with pytest.raises(ValueError) as raised:
