@@ -94,3 +94,11 @@ def test_each_sql_asset_equals_what_multi_asset_builds(tmp_path):
             assert _shape(assets_def) == _shape(_reference(assets_def)), (project_dir, assets_def.op.name)
             compared += 1
     assert compared >= 90  # every project's SQL files, not an empty loop
+
+
+@pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
+def test_every_fixture_project_loads_as_a_code_location(tmp_path):
+    # What `dagster dev` checks when it loads a code location, beyond building the assets:
+    # every job, schedule and sensor together, with unique op and graph names.
+    for project_dir in _projects(tmp_path):
+        dg.Definitions.validate_loadable(build_definitions(project_dir, lake_root=str(tmp_path / "lake")))
