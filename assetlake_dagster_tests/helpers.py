@@ -62,6 +62,24 @@ def cli_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+@contextlib.contextmanager
+def env_restored(*names: str):
+    """Put the environment variables ``names`` back as they were, whatever the block did to them.
+
+    For marks a library sets by itself: PySpark sets ``SPARK_CONNECT_MODE_ENABLED`` once a Spark
+    Connect session is made in this process, and the worker's later tests expect a classic one.
+    """
+    before = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     """Run the ``assetlake`` command line in this process: ``(exit code, stdout, stderr)``.
 

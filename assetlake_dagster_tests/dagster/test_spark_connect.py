@@ -24,7 +24,7 @@ from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import connect_session, is_connect_session, local_checkpoint, release_checkpoint
-from assetlake_dagster_tests.helpers import PROJECTS
+from assetlake_dagster_tests.helpers import PROJECTS, env_restored
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
 ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
@@ -37,20 +37,16 @@ def connect_url(tmp_path_factory):
     ``ASSETLAKE_SPARK_REMOTE`` would name it): the subprocess tests share it too."""
     # Creating a Connect session flags the whole process as a Connect client (as PySpark's
     # own builder does); later modules expect a classic process, so the flag is restored.
-    mode_before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
-    lake_root = str(tmp_path_factory.mktemp("connect-lake"))
-    try:
-        state = SparkDeltaResource(mode="engine", lake_root=lake_root).engine_state()
-    except EngineError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield state.url
-    finally:
-        connect_session(state.url).stop()
-        if mode_before is None:
-            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        else:
-            os.environ["SPARK_CONNECT_MODE_ENABLED"] = mode_before
+    with env_restored("SPARK_CONNECT_MODE_ENABLED"):
+        lake_root = str(tmp_path_factory.mktemp("connect-lake"))
+        try:
+            state = SparkDeltaResource(mode="engine", lake_root=lake_root).engine_state()
+        except EngineError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        try:
+            yield state.url
+        finally:
+            connect_session(state.url).stop()
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spark.engine import EngineError, WarmEngine
 from assetlake_dagster.spark.connect_server import free_port
-from assetlake_dagster_tests.helpers import cli_env
+from assetlake_dagster_tests.helpers import cli_env, env_restored
 
 DAGSTER = os.path.join(os.path.dirname(sys.executable), "dagster")
 ASSETLAKE = os.path.join(os.path.dirname(sys.executable), "assetlake")
@@ -77,19 +77,11 @@ def lake(tmp_path_factory):
     os.makedirs(env["DAGSTER_HOME"])
     # Connect sessions made here mark this process as a Connect client, and the worker's later
     # tests use classic sessions: the mark goes with this module (as in dagster/test_spark_connect.py).
-    mode_before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
-    try:
-        yield env
-    finally:
-        WarmEngine(engine_dir).stop()
-        _restore("SPARK_CONNECT_MODE_ENABLED", mode_before)
-
-
-def _restore(name, value):
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
+    with env_restored("SPARK_CONNECT_MODE_ENABLED"):
+        try:
+            yield env
+        finally:
+            WarmEngine(engine_dir).stop()
 
 
 def _run(env, *args):
@@ -123,11 +115,9 @@ def _engine_session(env):
     from assetlake_dagster.resources import SparkDeltaResource
 
     resource = SparkDeltaResource(lake_root=env["ASSETLAKE_LAKE_ROOT"], catalog="hive", mode="engine")
-    os.environ["ASSETLAKE_ENGINE_DIR"], before = env["ASSETLAKE_ENGINE_DIR"], os.environ.get("ASSETLAKE_ENGINE_DIR")
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ASSETLAKE_ENGINE_DIR", env["ASSETLAKE_ENGINE_DIR"])
         return resource, resource.new_session()
-    finally:
-        _restore("ASSETLAKE_ENGINE_DIR", before)
 
 
 def _location(session, name):
@@ -223,12 +213,9 @@ def test_a_jdbc_client_and_a_fresh_spark_session_see_the_tables_after_the_engine
     from assetlake_dagster.spark.thrift_server import beeline_path, start_thrift_server
 
     resource = SparkDeltaResource(lake_root=lake["ASSETLAKE_LAKE_ROOT"], catalog="hive")
-    os.environ["ASSETLAKE_ENGINE_DIR"], before = lake["ASSETLAKE_ENGINE_DIR"], os.environ.get("ASSETLAKE_ENGINE_DIR")
-    try:
-        with pytest.raises(ConfigError, match="assetlake engine stop"):
-            start_thrift_server(resource, free_port())  # the engine still holds the embedded metastore
-    finally:
-        _restore("ASSETLAKE_ENGINE_DIR", before)
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(ConfigError, match="assetlake engine stop"):
+        patch.setenv("ASSETLAKE_ENGINE_DIR", lake["ASSETLAKE_ENGINE_DIR"])
+        start_thrift_server(resource, free_port())  # the engine still holds the embedded metastore
     assert "stopped the warm engine" in _run(lake, ASSETLAKE, "engine", "stop")
 
     # As docs/catalog.md runs it: the module's command line, then `kill`.
