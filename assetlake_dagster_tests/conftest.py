@@ -93,7 +93,11 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from assetlake_dagster.spark.session import build_spark_session
+    from assetlake_dagster_tests import arrow_rows
 
+    # Input rows reach this process's JVM through Arrow, without a Python worker (arrow_rows).
+    patches = pytest.MonkeyPatch()
+    arrow_rows.install(patches)
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = build_spark_session(master="local[2]", warehouse_dir=str(warehouse))
     # Fail loudly, here, if Delta is not on the classpath.
@@ -102,6 +106,7 @@ def spark(tmp_path_factory):
     assert session.read.format("delta").load(probe).count() == 1
     yield session
     session.stop()
+    patches.undo()
 
 
 @pytest.fixture
