@@ -37,10 +37,18 @@ os.environ["ASSETLAKE_CACHE_DIR"] = tempfile.mkdtemp(prefix="assetlake-test-pars
 
 #: Test folders = layers = markers: `bash scripts/test.sh -m unit` runs in seconds.
 LAYERS = ("unit", "spark", "dagster", "e2e")
-#: The order files are handed to pytest-xdist's workers (scripts/test.sh runs two, a file
-#: per worker): the layers with the longest files first, so that the run does not end with
-#: one worker on a long file while the other idles.
-RUN_ORDER = ("e2e", "spark", "dagster", "unit")
+
+#: Files outside e2e/ that use this process's warm engine (as a Connect server, or for client
+#: processes) and not its in-process session: they run beside the e2e files (see `_unit`).
+ENGINE_FILES = ("dagster/test_spark_connect.py", "spark/test_dead_client_write.py")
+#: e2e files that start engines of their own and use neither of the worker's JVMs: units of
+#: their own, which go to whichever worker is nearly done first, the longest first.
+OWN_ENGINE_FILES = (
+    "e2e/test_s3_lake.py",
+    "e2e/test_engine.py",
+    "e2e/test_hive_catalog.py",
+    "e2e/test_pip_install.py",
+)
 
 
 def _layer(item) -> str:
@@ -49,34 +57,50 @@ def _layer(item) -> str:
     return next((layer for layer in LAYERS if layer in folders), "unit")
 
 
+def _unit(path: str) -> str:
+    """The xdist unit of a test file (a path relative to the repository, or a node id's).
+
+    Each JVM pays its own warm-up, and half of a short-lived JVM's CPU is its JIT compiler
+    (docs/ci-time.md), so each worker keeps to one of its two: every in-process spark and
+    dagster file is one unit (one worker, one in-process JVM warmed once), and the files
+    that use the worker's warm engine (the other e2e files and ENGINE_FILES) are another,
+    whose worker never starts an in-process JVM. These two start the run, one on each
+    worker. Then OWN_ENGINE_FILES and the unit lane's files, one at a time, fill in behind
+    whichever worker is nearly done first.
+    """
+    relative = path.split("assetlake_dagster_tests/", 1)[-1]
+    if relative in OWN_ENGINE_FILES:
+        return relative
+    if relative.startswith("e2e/") or relative in ENGINE_FILES:
+        return "engine"
+    if relative.startswith(("spark/", "dagster/")):
+        return "in-process"
+    return relative
+
+
+def _unit_rank(unit: str) -> int:
+    """The order xdist hands units out in (collection order: see pytest_collection_modifyitems)."""
+    order = ("engine", "in-process", *OWN_ENGINE_FILES)
+    return order.index(unit) if unit in order else len(order)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(getattr(pytest.mark, _layer(item)))
-    items.sort(key=lambda item: RUN_ORDER.index(_layer(item)))  # stable: file order kept within a layer
-
-
-#: e2e files that are a unit of their own, beside the other e2e files' one (see below).
-E2E_APART = ("test_s3_lake.py",)
+    # Stable: file order kept within a unit. xdist hands units out in this order.
+    items.sort(key=lambda item: _unit_rank(_unit(item.nodeid.split("::", 1)[0])))
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist hands each worker a test file at a time, but the e2e files as one unit:
-    each e2e test starts processes, JVMs and daemons of its own, and two at once on two
-    cores slowed each by half or more (measured in CI: 84 s -> 147 s). The S3 lane is a
-    unit apart, so that the e2e files' time (in CI, half an hour with the S3 lane) is shared
-    by the two workers rather than all on one: the two e2e units start the run, one on each
-    worker (xdist gives each worker two units at first, in this order), and the other
-    layers' files fill in behind them."""
+    """pytest-xdist's load-by-scope scheduling with conftest's units (`_unit`): each worker
+    gets a unit at first (xdist adds one more once a worker has two tests or fewer left)."""
     from xdist.scheduler import LoadScopeScheduling
 
-    class FilesWithE2ETogether(LoadScopeScheduling):
+    class ByUnit(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            if "/e2e/" not in f"/{path}" or os.path.basename(path) in E2E_APART:
-                return path
-            return "e2e"
+            return _unit(nodeid.split("::", 1)[0])
 
-    return FilesWithE2ETogether(config, log)
+    return ByUnit(config, log)
 
 
 def pytest_sessionfinish(session, exitstatus):

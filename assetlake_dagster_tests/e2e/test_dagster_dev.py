@@ -15,26 +15,16 @@ import subprocess
 import sys
 import time
 
-import dagster as dg
+import deltalake
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster_tests.helpers import (
-    PROJECTS,
-    REPO,
-    alive,
-    cli_env,
-    delta_history as history,
-    free_port,
-    graphql,
-)
+from assetlake_dagster_tests.helpers import DAGSTER, REPO, alive, cli_env, free_port, graphql
 
-PROJECT = os.path.join(PROJECTS, "partitioned")
+LOCATION_MODULE = "assetlake_dagster_tests.projects.partitioned._location"
 WORKSPACE = f"""
 load_from:
   - python_module:
-      module_name: assetlake_dagster_tests.projects.partitioned._location
+      module_name: {LOCATION_MODULE}
       location_name: partitioned
       working_directory: {REPO}
 """
@@ -100,6 +90,12 @@ def _stats(port, path):
     return nodes[0]["partitionStats"]
 
 
+def _history(path) -> list[tuple[int, str]]:
+    """``[(version, operation), …]`` of a Delta table, newest first, read by delta-rs: this
+    file uses no in-process JVM (its worker runs only warm-engine files: conftest.py)."""
+    return [(h["version"], h["operation"]) for h in deltalake.DeltaTable(str(path)).history()]
+
+
 def _descendants(pid: int) -> set[int]:
     """Every live process below ``pid`` (from /proc)."""
     children: dict[int, list[int]] = {}
@@ -133,7 +129,7 @@ def _wait_for_locations(proc, port, log_path, count, timeout=180):
     raise AssertionError(f"dagster dev did not serve {count} code locations within {timeout} s")
 
 
-def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, tmp_path):
+def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(tmp_path):
     """scripts/dev.sh's wrapper, started as a background job starts (SIGINT ignored): both
     code location loads, two backfills run at once (batched commits; a failed run does not
     stop the others), and a SIGTERM stops dagster dev with its webserver, daemon and code
@@ -143,11 +139,11 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, 
     with open(os.path.join(REPO, "scripts", "dagster.yaml")) as src:
         (home / "dagster.yaml").write_text(src.read())
     (tmp_path / "workspace.yaml").write_text(WORKSPACE)
-    # The source table, written in process: the backfills read it.
-    raw = build_definitions(PROJECT, lake_root=str(lake)).resolve_implicit_global_asset_job_def()
-    assert raw.execute_in_process(asset_selection=[dg.AssetKey(["raw", "events"])]).success
-
     env = cli_env(DAGSTER_HOME=str(home), ASSETLAKE_LAKE_ROOT=str(lake))
+    # The source table the backfills read, written on the warm engine before dagster dev starts.
+    raw = subprocess.run([DAGSTER, "asset", "materialize", "-m", LOCATION_MODULE, "--select", "raw/events"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert raw.returncode == 0, raw.stderr[-3000:]
     port = free_port()
     log_path = tmp_path / "dagster_dev.log"
     log = open(log_path, "w")
@@ -177,14 +173,15 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(spark, 
         launched = [_launch(port, daily, "allPartitions: true"), _launch(port, bad, f"partitionNames: {keys}")]
         assert _wait_all(port, launched) == ["COMPLETED_SUCCESS", "COMPLETED_FAILED"]
         # Two data commits, and the file's description as the table's comment (metadata only).
-        daily_commits = history(spark, str(lake / "mart" / "daily_events"))
+        daily_commits = _history(lake / "mart" / "daily_events")
         assert sorted(op for _, op in daily_commits) == ["SET TBLPROPERTIES", "WRITE", "WRITE"]
         assert daily_commits[-1] == (0, "WRITE")
         assert _stats(port, daily) == {"numMaterialized": 10, "numFailed": 0, "numPartitions": 10}
         assert _stats(port, bad) == {"numMaterialized": 4, "numFailed": 2, "numPartitions": 6}
-        landed = {r[0] for r in read(spark, str(lake / "mart" / "bad_days")).select(PARTITION_COLUMN).distinct().collect()}
+        bad_days = deltalake.DeltaTable(str(lake / "mart" / "bad_days"))
+        landed = set(bad_days.to_pyarrow_table(columns=[PARTITION_COLUMN]).column(PARTITION_COLUMN).to_pylist())
         assert landed == {"2024-01-01", "2024-01-02", "2024-01-05", "2024-01-06"}
-        assert sorted(op for _, op in history(spark, str(lake / "mart" / "bad_days"))) == ["SET TBLPROPERTIES", "WRITE", "WRITE"]
+        assert sorted(op for _, op in _history(lake / "mart" / "bad_days")) == ["SET TBLPROPERTIES", "WRITE", "WRITE"]
 
         services = _descendants(proc.pid)
         assert len(services) >= 3, services  # dagster dev, its webserver, daemon, a code server
