@@ -104,8 +104,12 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Stop this process's warm engine at its end (each xdist worker has its own)."""
+    """Stop this process's warm engine at its end (each xdist worker has its own), after
+    this process's Connect sessions of it (at exit, they could not be released any more)."""
     from assetlake_dagster.spark.engine import WarmEngine
+    from assetlake_dagster.spark.session import close_connect_sessions
+
+    close_connect_sessions()
 
     state_dir = os.environ["ASSETLAKE_ENGINE_DIR"]
     WarmEngine(state_dir).stop()

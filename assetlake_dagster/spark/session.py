@@ -95,9 +95,16 @@ _every_connect_session: list[Any] = []
 
 
 @atexit.register
-def _close_connect_sessions() -> None:
-    """Stop this process's Connect sessions on the main thread before the interpreter tears
-    down (a cached relation's release from ``__del__`` hangs at shutdown)."""
+def close_connect_sessions() -> None:
+    """Stop this process's Connect sessions (at exit: on the main thread before the interpreter
+    tears down, since a cached relation's release from ``__del__`` hangs at shutdown).
+
+    Call it before stopping a server this process holds sessions of: a session whose server
+    is gone cannot be released, and PySpark logs a warning for it.
+
+    Example:
+        >>> close_connect_sessions()  # a no-op without Connect sessions
+    """
     with _connect_lock:
         for session in [*_connect_sessions.values(), *_every_connect_session]:
             if getattr(session, "is_stopped", True):
