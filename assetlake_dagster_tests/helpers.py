@@ -39,12 +39,17 @@ DEMO_KEYS = {
 DEMO_EXTERNAL_KEYS = {"landing/payments"}
 
 
-#: For a Spark JVM a test starts that lives seconds (an engine it kills, a writer it kills):
-#: C1 alone compiles enough for it; Spark's launcher gives SPARK_SUBMIT_OPTS to the JVM it
-#: starts. Measured, twice each: e2e/test_engine.py 201/209 CPU-s with C2, 163/168 with C1
-#: alone; spark/test_kill_writer.py 91/93 and 83/86. Not for the suite's long-lived JVMs: C1
-#: alone made four Spark and Dagster files cost 823 CPU-s instead of 579.
-SHORT_LIVED_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1"}
+#: C1 alone for the Spark JVMs the suite's subprocesses start (the warm engines, the writers
+#: a test kills): they run tiny tables, and C2 compiling the code they pass through is most of
+#: their CPU. Spark's launcher gives SPARK_SUBMIT_OPTS to the JVM it starts; `cli_env` sets it.
+#: Measured 2026-11-27 in a CI run here: the suite engine of a worker had spent 179 CPU-s
+#: after 26 minutes, C2 109 and C1 26 of them, the UI smoke's engine 177 after 16 (C2 114).
+#: Three e2e files on one engine (`test_concurrent_runs`, `test_dagster_dev`, `test_dg_cli`):
+#: 291 CPU-s with C2, 238 with C1 alone. Earlier: e2e/test_engine.py 201/209 CPU-s with C2,
+#: 163/168 with C1 alone; spark/test_kill_writer.py 91/93 and 83/86. Not for the in-process
+#: session, which runs most of the suite's Spark work itself (C2 was 28 % of its CPU): C1
+#: alone made four Spark and Dagster files cost 823 CPU-s there instead of 579.
+C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1"}
 
 
 def cli_env(**overrides: str) -> dict[str, str]:
@@ -53,11 +58,12 @@ def cli_env(**overrides: str) -> dict[str, str]:
     It uses the warm engine (the product's default) in the suite's shared engine folder
     (``ASSETLAKE_ENGINE_DIR``, set by ``conftest.py``), so the suite's CLI calls, `dagster
     dev` runs and `dagster asset materialize` runs share one Spark JVM instead of each
-    starting its own.
+    starting its own. The JVMs it starts compile with C1 alone (:data:`C1_ONLY_JVM`).
     """
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, ASSETLAKE_SPARK_MODE="engine")
     for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "ASSETLAKE_SPARK_REMOTE"):
         env.pop(name, None)
+    env.update(C1_ONLY_JVM)  # the engines it starts (C1_ONLY_JVM)
     env.update(overrides)
     return env
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from assetlake_dagster.spark.engine import WarmEngine, local_table_version
-from assetlake_dagster_tests.helpers import SHORT_LIVED_JVM, alive, cli_env, stop_process_group
+from assetlake_dagster_tests.helpers import alive, cli_env, stop_process_group
 
 
 
@@ -61,7 +61,7 @@ def engine_dir(tmp_path_factory):
 
 @pytest.fixture
 def env(engine_dir, tmp_path):
-    return cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, LAKE=str(tmp_path / "lake"), **SHORT_LIVED_JVM)
+    return cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, LAKE=str(tmp_path / "lake"))
 
 
 def test_two_processes_at_once_get_one_engine_with_sessions_of_their_own(env, engine_dir):
@@ -138,7 +138,7 @@ def test_the_cli_starts_and_shows_an_engine_that_stops_itself_when_idle(tmp_path
     # The idle clock runs from the moment it is ready, so it must outlast the next command's
     # start: with 8 s, `engine status` on CI's loaded 2 cores found it already gone.
     engine_dir = str(tmp_path / "engine")
-    env = cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, ASSETLAKE_ENGINE_IDLE_TIMEOUT=str(IDLE_S), **SHORT_LIVED_JVM)
+    env = cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, ASSETLAKE_ENGINE_IDLE_TIMEOUT=str(IDLE_S))
     lake = ["--lake-root", str(tmp_path / "lake")]
     start = _cli(env, "start", *lake, timeout=600)
     assert start.returncode == 0, start.stderr
@@ -262,7 +262,7 @@ def test_a_materialization_runs_on_a_standalone_spark_cluster_with_its_lake_in_a
             env = cli_env(
                 ASSETLAKE_ENGINE_DIR=str(tmp_path / "engine"), ASSETLAKE_SPARK_MASTER=master_url,
                 ASSETLAKE_PROJECT_DIR=str(project), ASSETLAKE_LAKE_ROOT=lake, DAGSTER_HOME=str(tmp_path / "home"),
-                **SHORT_LIVED_JVM, **s3.env,
+                **s3.env,
             )
             os.makedirs(env["DAGSTER_HOME"])
             dagster = os.path.join(os.path.dirname(sys.executable), "dagster")

@@ -29,7 +29,7 @@ from assetlake_dagster_tests.blocked_writer import (
     WRITE_IN_THE_BLOCKED_JOB,
 )
 from assetlake_dagster_tests.concurrent_writers import check_writers, run_writers
-from assetlake_dagster_tests.helpers import ASSETLAKE, DAGSTER, REPO, SHORT_LIVED_JVM, cli_env
+from assetlake_dagster_tests.helpers import ASSETLAKE, DAGSTER, REPO, cli_env
 from assetlake_dagster_tests.s3_server import S3Server, running_s3_server
 
 BUCKET = "lake"
@@ -193,9 +193,9 @@ def _committed_keys(table: deltalake.DeltaTable) -> set:
     return {uri.split(f"{BUCKET}/", 1)[1] for uri in table.file_uris()}
 
 
-def _writer(s3, lake, markers, phase, log, **env):
+def _writer(s3, lake, markers, phase, log):
     command = [sys.executable, "-m", "assetlake_dagster_tests.blocked_writer", "--engine", lake, str(markers), phase]
-    return subprocess.Popen([*command, *STRATEGIES], cwd=REPO, env=dict(s3.env, **env), stdout=log,
+    return subprocess.Popen([*command, *STRATEGIES], cwd=REPO, env=s3.env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -248,9 +248,8 @@ def test_a_writer_killed_mid_write_leaves_every_s3_table_at_its_prior_version(s3
             assert len(leftover) >= PARTITIONS - 1, strategy
 
     # The next write starts a new engine and commits the next version; leftovers stay invisible.
-    # That engine serves two writes before the module ends: C1 alone compiles enough for it.
     with open(log_path, "a") as log:
-        next_writer = _writer(s3, lake, markers, "next", log, **SHORT_LIVED_JVM)
+        next_writer = _writer(s3, lake, markers, "next", log)
         assert next_writer.wait(timeout=600) == 0, log_path.read_text()[-3000:]
     for strategy in STRATEGIES:
         table = s3.table(lake, f"s/{strategy}")

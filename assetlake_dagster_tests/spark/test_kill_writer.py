@@ -39,7 +39,7 @@ from assetlake_dagster_tests.blocked_writer import (
     table_path,
     target,
 )
-from assetlake_dagster_tests.helpers import REPO, SHORT_LIVED_JVM
+from assetlake_dagster_tests.helpers import REPO, C1_ONLY_JVM
 
 #: Seconds the writer gets to start its JVM and reach the blocked rows (~10-20 s normally).
 START_TIMEOUT_S = 300
@@ -107,7 +107,7 @@ def test_sigkilled_writer_leaves_every_table_at_its_prior_version(spark, lake_ro
     markers.mkdir()
     log_path = tmp_path / "writer.log"
     # The writer's JVM lives seconds, until the kill.
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, **SHORT_LIVED_JVM)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, **C1_ONLY_JVM)
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
         env.pop(name, None)  # a classic writer, whatever ran before in this process
     command = [sys.executable, "-m", "assetlake_dagster_tests.blocked_writer", lake_root, str(markers)]
