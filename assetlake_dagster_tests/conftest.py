@@ -93,12 +93,25 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's load-by-scope scheduling with conftest's units (`_unit`): each worker
-    gets a unit at first (xdist adds one more once a worker has two tests or fewer left)."""
+    gets a unit at first (xdist adds one more once a worker has two tests or fewer left).
+
+    A run with no engine file (``-m spark``, a few files) has nothing to put beside the one
+    in-process unit: its files are handed out one at a time then, to both workers."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByUnit(LoadScopeScheduling):
+        in_process_together = True
+
+        def schedule(self) -> None:
+            if self.collection is None and self.registered_collections:
+                nodeids = next(iter(self.registered_collections.values()))
+                self.in_process_together = any(_unit(n.split("::", 1)[0]) == "engine" for n in nodeids)
+            super().schedule()
+
         def _split_scope(self, nodeid: str) -> str:
-            return _unit(nodeid.split("::", 1)[0])
+            path = nodeid.split("::", 1)[0]
+            unit = _unit(path)
+            return path if unit == "in-process" and not self.in_process_together else unit
 
     return ByUnit(config, log)
 

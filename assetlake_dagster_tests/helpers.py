@@ -107,6 +107,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def c1_only_engine():
+    """A warm engine this process starts inside the block compiles with C1 alone
+    (:data:`C1_ONLY_JVM`), as the engines of `cli_env`'s subprocesses do; the environment is
+    put back after. For tests that start the suite's engine themselves (its first user may be
+    such a test), not for the in-process session."""
+    with env_restored(*C1_ONLY_JVM):
+        os.environ.update(C1_ONLY_JVM)
+        yield
+
+
 def stop_process_group(process: subprocess.Popen, timeout: float) -> None:
     """SIGTERM the process group ``process`` leads (started with ``start_new_session=True``),
     SIGKILL it if the leader has not exited within ``timeout`` seconds, and reap the leader."""

@@ -24,7 +24,7 @@ from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import connect_session, is_connect_session, local_checkpoint, release_checkpoint
-from assetlake_dagster_tests.helpers import PROJECTS, env_restored
+from assetlake_dagster_tests.helpers import PROJECTS, c1_only_engine, env_restored
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
 ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
@@ -40,7 +40,8 @@ def connect_url(tmp_path_factory):
     with env_restored("SPARK_CONNECT_MODE_ENABLED"):
         lake_root = str(tmp_path_factory.mktemp("connect-lake"))
         try:
-            state = SparkDeltaResource(mode="engine", lake_root=lake_root).engine_state()
+            with c1_only_engine():  # the first test to use the suite's engine may start it
+                state = SparkDeltaResource(mode="engine", lake_root=lake_root).engine_state()
         except EngineError as exc:
             pytest.fail(str(exc), pytrace=False)
         try:

@@ -26,7 +26,7 @@ import pytest
 
 from assetlake_dagster.spark.engine import WarmEngine, local_table_version
 from assetlake_dagster_tests.big_append_writer import table_path
-from assetlake_dagster_tests.helpers import REPO, cli_env
+from assetlake_dagster_tests.helpers import REPO, c1_only_engine, cli_env
 
 #: Rows of the killed append. Without the interrupt it commits ~30 s after it starts here
 #: (4M rows, 33 s on 2 loaded cores); with it the engine stops within a task's length.
@@ -78,7 +78,8 @@ def test_a_sigkilled_clients_append_never_commits_on_the_engine(tmp_path):
     deltalake.write_deltalake(path, prior)
     assert local_table_version(path) == 0
     prior_files = data_files(path)
-    engine = WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).ensure()  # the writer's engine
+    with c1_only_engine():
+        engine = WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).ensure()  # the writer's engine
 
     log_path = tmp_path / "writer.log"
     with open(log_path, "w") as log:
