@@ -49,7 +49,12 @@ DEMO_EXTERNAL_KEYS = {"landing/payments"}
 #: 163/168 with C1 alone; spark/test_kill_writer.py 91/93 and 83/86. Not for the in-process
 #: session, which runs most of the suite's Spark work itself (C2 was 28 % of its CPU): C1
 #: alone made four Spark and Dagster files cost 823 CPU-s there instead of 579.
-C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1"}
+#: With C1 alone the JVM reserves a 48 MB code cache (240 MB with C2); a long-lived engine
+#: fills it and its sweeper flushes and recompiles (63 of an engine's 130 CPU-s in a CI run).
+#: So the cache is 240 MB: dagster/test_spark_connect.py on a new engine took 308 CPU-s with
+#: 48 MB (its engine 160, the sweeper 31), 257 with 240 MB, 263 with C2 (2026-11-27). C1 with
+#: 240 MB for the in-process session: four files 535 CPU-s against 521 with C2: not taken.
+C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"}
 
 
 def cli_env(**overrides: str) -> dict[str, str]:
