@@ -39,22 +39,16 @@ DEMO_KEYS = {
 DEMO_EXTERNAL_KEYS = {"landing/payments"}
 
 
-#: C1 alone for the Spark JVMs the suite's subprocesses start (the warm engines, the writers
-#: a test kills): they run tiny tables, and C2 compiling the code they pass through is most of
-#: their CPU. Spark's launcher gives SPARK_SUBMIT_OPTS to the JVM it starts; `cli_env` sets it.
-#: Measured 2026-11-27 in a CI run here: the suite engine of a worker had spent 179 CPU-s
-#: after 26 minutes, C2 109 and C1 26 of them, the UI smoke's engine 177 after 16 (C2 114).
-#: Three e2e files on one engine (`test_concurrent_runs`, `test_dagster_dev`, `test_dg_cli`):
-#: 291 CPU-s with C2, 238 with C1 alone. Earlier: e2e/test_engine.py 201/209 CPU-s with C2,
-#: 163/168 with C1 alone; spark/test_kill_writer.py 91/93 and 83/86. Not for the in-process
-#: session, which runs most of the suite's Spark work itself (C2 was 28 % of its CPU): C1
-#: alone made four Spark and Dagster files cost 823 CPU-s there instead of 579.
-#: With C1 alone the JVM reserves a 48 MB code cache (240 MB with C2); a long-lived engine
-#: fills it and its sweeper flushes and recompiles (63 of an engine's 130 CPU-s in a CI run).
-#: So the cache is 240 MB: dagster/test_spark_connect.py on a new engine took 308 CPU-s with
-#: 48 MB (its engine 160, the sweeper 31), 257 with 240 MB, 263 with C2 (2026-11-27). C1 with
-#: 240 MB for the in-process session: four files 535 CPU-s against 521 with C2: not taken.
-C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"}
+#: JIT options for the Spark JVMs the suite starts outside its in-process session (the warm
+#: engines, the writers a test kills, the standalone cluster's): C1 alone, as they run tiny
+#: tables and C2 compiling the code they pass through was most of their CPU; and C2's 240 MB
+#: code cache, as C1 alone gets 48 MB, which a long-lived engine fills and sweeps over and
+#: over. The in-process session keeps C2: C1 cost it more. Measured: docs/ci-time.md, "One
+#: Spark JVM per worker, and C1 for the engines".
+C1_ONLY_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+#: The same for what Spark's launcher starts: it gives SPARK_SUBMIT_OPTS to the JVM it
+#: starts (`cli_env` sets it).
+C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": C1_ONLY_JVM_OPTIONS}
 
 
 def cli_env(**overrides: str) -> dict[str, str]:
