@@ -31,6 +31,9 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$sta
     echo "setup: uv could not install; installing with pip" >&2
     .venv/bin/python -m pip install --quiet -e '.[test]'
   fi
+  # uv's cache keeps every earlier build of PySpark's source distribution (about 1 GB each; the
+  # second fresh clone here built it again): 73 GB after a day of fresh clones filled the disk.
+  [ -x .venv/bin/uv ] && .venv/bin/uv cache prune --quiet 2>/dev/null || true
   touch "$stamp"
 fi
 # Bytecode for every installed module. uv writes none (its --compile-bytecode is opt-in; pip

@@ -22,7 +22,8 @@ is ``~/.cache/assetlake/jvm/spark-<pyspark>-delta-<delta>-home-<home>-build-<bui
 (about 200 MB). ``<home>`` identifies the Spark install (PySpark's folder: each virtualenv
 has its own, and the JVM checks the class path's jars by path), ``<build>`` the ``java``
 that Spark's launcher runs and the jars' sizes and times (a reinstall makes a new one).
-Building an archive removes the install's earlier ones.
+Building an archive removes the install's earlier ones, and those of installs that are gone
+(a deleted virtualenv or clone: each archive's ``.home`` file names its install's folder).
 
 Example::
 
@@ -41,20 +42,27 @@ from typing import Optional
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.spark.connect_server import free_port, start_connect_server
 from assetlake_dagster.spark.install import ARCHIVE_ENV, JAVA_OPTIONS_CONF, QUIET_ARCHIVE_OPTIONS, archive_path, default_archive_folder
+from assetlake_dagster.spark.install import pyspark_home
 from assetlake_dagster.spark.session import new_connect_session
+
+
+#: Beside each archive in the default folder: the folder of the install it was built for.
+HOME_SUFFIX = ".home"
 
 
 class JvmArchiveError(AssetlakeError):
     """The archive could not be built (the message ends with the server's log tail)."""
 
 
-def build(path: Optional[str] = None, *, force: bool = False) -> Optional[str]:
+def build(path: Optional[str] = None, *, force: bool = False, spark_home: Optional[str] = None) -> Optional[str]:
     """Build the archive (if missing, or ``force``) and return its path; ``None`` when off.
+
+    ``spark_home`` is the install ``path`` serves (PySpark's by default), recorded beside it.
 
     Written beside its final name and renamed into place, so a JVM starting meanwhile
     maps either no archive or a whole one.
     """
-    path = path or archive_path()
+    path = path or archive_path(spark_home)
     if path is None or (os.path.isfile(path) and not force):
         return path
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -66,6 +74,9 @@ def build(path: Optional[str] = None, *, force: bool = False) -> Optional[str]:
             os.remove(partial)
         raise
     os.replace(partial, path)
+    if os.path.dirname(path) == default_archive_folder():
+        with open(f"{path}{HOME_SUFFIX}", "w", encoding="utf-8") as home_file:
+            home_file.write(os.path.realpath(spark_home or pyspark_home()))
     _remove_earlier_builds(path)
     return path
 
@@ -82,10 +93,24 @@ def _remove_earlier_builds(path: str) -> None:
         return
     prefix = name[: name.rindex("-build-") + len("-build-")]
     for other in os.listdir(folder):
+        if other == name or not other.endswith(".jsa"):
+            continue
         earlier = other.startswith(prefix) or ("-java-" in other and "-home-" not in other)
-        if other != name and other.endswith(".jsa") and earlier:
-            with contextlib.suppress(OSError):
-                os.remove(os.path.join(folder, other))
+        if earlier or _install_is_gone(os.path.join(folder, other)):
+            for gone in (other, f"{other}{HOME_SUFFIX}"):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(folder, gone))
+
+
+def _install_is_gone(archive: str) -> bool:
+    """Whether the install ``archive`` was built for no longer exists (its ``.home`` file names
+    a folder without ``jars/``); an archive without the file (older releases) is kept."""
+    try:
+        with open(f"{archive}{HOME_SUFFIX}", encoding="utf-8") as home_file:
+            home = home_file.read().strip()
+    except OSError:
+        return False
+    return bool(home) and not os.path.isdir(os.path.join(home, "jars"))
 
 
 def _write(partial: str) -> None:

@@ -129,8 +129,9 @@ def test_a_build_removes_its_installs_earlier_archives_and_keeps_other_installs(
         open(path, "wb").close()
     monkeypatch.setattr(jvm_archive, "_write", lambda partial: open(partial, "wb").close())  # no JVM here
 
-    assert jvm_archive.build(current) == current
-    assert sorted(p.name for p in folder.iterdir()) == sorted(os.path.basename(p) for p in (other_install, current))
+    assert jvm_archive.build(current, spark_home=home) == current
+    assert sorted(p.name for p in folder.iterdir()) == sorted(os.path.basename(p) for p in (other_install, current, f"{current}.home"))
+    assert (folder / f"{os.path.basename(current)}.home").read_text() == os.path.realpath(home)
 
 
 def test_a_build_of_a_named_archive_removes_nothing(tmp_path, monkeypatch):
@@ -143,3 +144,27 @@ def test_a_build_of_a_named_archive_removes_nothing(tmp_path, monkeypatch):
 
     assert jvm_archive.build() == str(named)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([beside.name, named.name])
+
+
+def test_a_new_archive_removes_those_of_installs_that_are_gone(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / ".cache" / "assetlake" / "jvm"
+    folder.mkdir(parents=True)
+    live_home = tmp_path / "venv" / "pyspark"
+    (live_home / "jars").mkdir(parents=True)
+
+    def archive(name, home=None):
+        (folder / name).write_bytes(b"x")
+        if home is not None:
+            (folder / f"{name}{jvm_archive.HOME_SUFFIX}").write_text(str(home))
+        return name
+
+    gone = archive("spark-4.0.1-delta-4.0.1-home-aaaaaaaa-build-000000000000.jsa", tmp_path / "deleted-clone")
+    live = archive("spark-4.0.1-delta-4.0.1-home-bbbbbbbb-build-000000000000.jsa", live_home)
+    unknown = archive("spark-4.0.1-delta-4.0.1-home-cccccccc-build-000000000000.jsa")
+    new = archive("spark-4.0.1-delta-4.0.1-home-dddddddd-build-111111111111.jsa", live_home)
+
+    jvm_archive._remove_earlier_builds(str(folder / new))
+
+    assert sorted(os.listdir(folder)) == sorted([live, f"{live}.home", unknown, new, f"{new}.home"])
+    assert gone not in os.listdir(folder)
