@@ -11,6 +11,7 @@ import sys
 import urllib.request
 
 from assetlake_dagster.spec import PARTITION_COLUMN
+from assetlake_dagster.spark.install import C1_ONLY_OPTIONS
 
 #: The repository root and the fixture projects (one small folder per scenario).
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,11 +42,10 @@ DEMO_EXTERNAL_KEYS = {"landing/payments"}
 
 #: JIT options for the Spark JVMs the suite starts outside its in-process session (the warm
 #: engines, the writers a test kills, the standalone cluster's): C1 alone, as they run tiny
-#: tables and C2 compiling the code they pass through was most of their CPU; and C2's 240 MB
-#: code cache, as C1 alone gets 48 MB, which a long-lived engine fills and sweeps over and
-#: over. The in-process session keeps C2: C1 cost it more. Measured: docs/ci-time.md, "One
-#: Spark JVM per worker, and C1 for the engines".
-C1_ONLY_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+#: tables and C2 compiling the code they pass through was most of their CPU. The in-process
+#: session keeps C2: C1 cost it more. Measured: docs/ci-time.md, "One Spark JVM per worker,
+#: and C1 for the engines".
+C1_ONLY_JVM_OPTIONS = C1_ONLY_OPTIONS
 #: The same for what Spark's launcher starts: it gives SPARK_SUBMIT_OPTS to the JVM it
 #: starts (`cli_env` sets it).
 C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": C1_ONLY_JVM_OPTIONS}

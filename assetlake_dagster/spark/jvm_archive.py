@@ -7,7 +7,7 @@ write took 33-39 CPU-seconds, 25-30 with the archive). A dynamic class-data-shar
 JVM maps instead.
 
 ``scripts/setup.sh`` builds it once per Java, PySpark and Delta install
-(``python -m assetlake_dagster.spark.jvm_archive``, about 50 s): it starts a Spark Connect
+(``python -m assetlake_dagster.spark.jvm_archive``, about 70 s): it starts a Spark Connect
 server as the warm engine does, runs Delta writes, a merge and reads through it, and stops
 it, which writes the archive of every class the server loaded. From then on each JVM that
 assetlake starts on this machine (the warm engine, ``connect_server``, the in-process
@@ -42,7 +42,7 @@ from typing import Optional
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.spark.connect_server import free_port, start_connect_server
 from assetlake_dagster.spark.install import ARCHIVE_ENV, JAVA_OPTIONS_CONF, QUIET_ARCHIVE_OPTIONS, archive_path, default_archive_folder
-from assetlake_dagster.spark.install import pyspark_home
+from assetlake_dagster.spark.install import C1_ONLY_OPTIONS, pyspark_home
 from assetlake_dagster.spark.session import new_connect_session
 
 
@@ -116,7 +116,9 @@ def _install_is_gone(archive: str) -> bool:
 def _write(partial: str) -> None:
     """Run the workload in a server that writes its archive to ``partial`` as it exits."""
     with tempfile.TemporaryDirectory(prefix="assetlake-jvm-archive-") as tmp:
-        conf = {JAVA_OPTIONS_CONF: f"-XX:ArchiveClassesAtExit={partial} {QUIET_ARCHIVE_OPTIONS}"}
+        # C1 alone: the archive holds the classes loaded, whatever compiled them; it maps
+        # into C2 JVMs alike (spark/test_jvm_archive_maps.py).
+        conf = {JAVA_OPTIONS_CONF: f"-XX:ArchiveClassesAtExit={partial} {QUIET_ARCHIVE_OPTIONS} {C1_ONLY_OPTIONS}"}
         server = start_connect_server(
             free_port(), master="local[2]", spark_conf=conf, warehouse_dir=os.path.join(tmp, "warehouse"),
             log_path=os.path.join(tmp, "server.log"),
