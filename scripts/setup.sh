@@ -40,13 +40,16 @@ fi
 # does compile), and where PYTHONDONTWRITEBYTECODE is set Python keeps none of what it
 # compiles, so every process compiled each module it imported from source: 5.6 of a
 # `dagster asset materialize`'s 9.3 CPU-s went to `compile`.
-# Once per install (53 CPU-s here); then the package's own modules, which change.
+# Once per install (53 CPU-s here), in the background: the jars' downloads and the JVM archive's
+# build below leave the cores half idle. Then the package's own modules, which change.
 bytecode_stamp=.venv/.assetlake-bytecode
+bytecode_pid=
 if [ ! -f "$bytecode_stamp" ] || [ "$stamp" -nt "$bytecode_stamp" ]; then
   # A module that does not compile (a package's Python 2 test data) is left to the importer.
-  .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null \
-    || echo "setup: some installed modules did not compile to bytecode; they compile when imported" >&2
-  touch "$bytecode_stamp"
+  { .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null \
+      || echo "setup: some installed modules did not compile to bytecode; they compile when imported" >&2
+    touch "$bytecode_stamp"; } &
+  bytecode_pid=$!
 fi
 .venv/bin/python -m compileall -q -j 0 assetlake_dagster assetlake_dagster_tests scripts >/dev/null
 
@@ -102,9 +105,10 @@ if not glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-
 PY
 # The class-data archive of Spark's JVM (assetlake_dagster/spark/jvm_archive.py): each Spark start
 # after it maps the classes it would otherwise load and verify (about a fifth less CPU).
-# Built once per Java/PySpark/Delta install (~50 s); without it Spark starts as before.
+# Built once per Java/PySpark/Delta install (~70 s); without it Spark starts as before.
 if ! archive=$(SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m assetlake_dagster.spark.jvm_archive); then
   archive="setup: the JVM archive could not be built; Spark starts without it"
   echo "$archive" >&2
 fi
+[ -z "$bytecode_pid" ] || wait "$bytecode_pid"
 echo "setup: ok (.venv ready; Delta ${delta_version} jars in ${jars_dir}; Spark Connect client and server ready; ${archive})"
