@@ -53,9 +53,13 @@ if [ ! -f "$bytecode_stamp" ] || [ "$stamp" -nt "$bytecode_stamp" ]; then
 fi
 .venv/bin/python -m compileall -q -j 0 assetlake_dagster assetlake_dagster_tests scripts >/dev/null
 
+# The jars' versions and folders, from one Python start (each start imports Dagster: 5-6 s of
+# wall while the bytecode compiles beside it).
+{ read -r delta_version; read -r jars_dir; read -r hadoop_version; read -r s3_dir; } < <(.venv/bin/python -c '
+from assetlake_dagster.spark.install import delta_jars_dir, delta_version, hadoop_version, s3_jars_dir
+print(delta_version(), delta_jars_dir(), hadoop_version(), s3_jars_dir(), sep="\n")') || true
+[ -n "$s3_dir" ] || { echo "setup: could not read the jars' versions and folders from assetlake_dagster.spark.install" >&2; exit 1; }
 # The Delta jars must match the installed delta-spark exactly.
-delta_version=$(.venv/bin/python -c 'from importlib.metadata import version; print(version("delta-spark"))')
-jars_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark.install import delta_jars_dir; print(delta_jars_dir())')
 for artifact in "io.delta:delta-spark_2.13:${delta_version}" "io.delta:delta-storage:${delta_version}"; do
   name=$(echo "$artifact" | cut -d: -f2)
   if [ ! -f "$jars_dir/${name}-${delta_version}.jar" ]; then
@@ -72,8 +76,6 @@ done
 # version that Hadoop release was built with (its hadoop-project POM names it).
 case ",$with," in
   *,s3,*)
-    hadoop_version=$(.venv/bin/python -c 'from assetlake_dagster.spark.install import hadoop_version; print(hadoop_version())')
-    s3_dir=$(.venv/bin/python -c 'from assetlake_dagster.spark.install import s3_jars_dir; print(s3_jars_dir())')
     if ! ls "$s3_dir"/hadoop-aws-*.jar "$s3_dir"/bundle-*.jar >/dev/null 2>&1; then
       mkdir -p "$s3_dir"
       mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-aws:${hadoop_version}:jar" -DoutputDirectory="$s3_dir"
