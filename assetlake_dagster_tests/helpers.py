@@ -40,15 +40,13 @@ DEMO_KEYS = {
 DEMO_EXTERNAL_KEYS = {"landing/payments"}
 
 
-#: JIT options for the Spark JVMs the suite starts outside its in-process session (the warm
-#: engines, the writers a test kills, the standalone cluster's): C1 alone, as they run tiny
-#: tables and C2 compiling the code they pass through was most of their CPU. The in-process
-#: session keeps C2: C1 cost it more. Measured: docs/ci-time.md, "One Spark JVM per worker,
-#: and C1 for the engines".
-C1_ONLY_JVM_OPTIONS = C1_ONLY_OPTIONS
-#: The same for what Spark's launcher starts: it gives SPARK_SUBMIT_OPTS to the JVM it
-#: starts (`cli_env` sets it).
-C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": C1_ONLY_JVM_OPTIONS}
+#: C1 alone (spark/install.py's C1_ONLY_OPTIONS) for the Spark JVMs the suite starts outside
+#: its in-process session (the warm engines, the writers a test kills): they run tiny tables,
+#: and C2 compiling the code they pass through was most of their CPU. The in-process session
+#: keeps C2: C1 cost it more. Measured: docs/ci-time.md, "One Spark JVM per worker, and C1 for
+#: the engines". Spark's launcher gives SPARK_SUBMIT_OPTS to the JVM it starts (`cli_env`
+#: sets it).
+C1_ONLY_JVM = {"SPARK_SUBMIT_OPTS": C1_ONLY_OPTIONS}
 
 
 def cli_env(**overrides: str) -> dict[str, str]:

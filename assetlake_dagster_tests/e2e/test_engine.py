@@ -17,7 +17,8 @@ import time
 import pytest
 
 from assetlake_dagster.spark.engine import WarmEngine, local_table_version
-from assetlake_dagster_tests.helpers import C1_ONLY_JVM_OPTIONS, alive, cli_env, stop_process_group
+from assetlake_dagster.spark.install import C1_ONLY_OPTIONS
+from assetlake_dagster_tests.helpers import alive, cli_env, stop_process_group
 
 
 
@@ -214,7 +215,7 @@ def _spark_class(*args: str, log, **env_vars: str) -> subprocess.Popen:
     home = os.path.dirname(pyspark.__file__)
     # The master, the worker and the executors the worker starts get the suite engines' JIT
     # options through JAVA_TOOL_OPTIONS: SPARK_SUBMIT_OPTS reaches none of them.
-    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1", JAVA_TOOL_OPTIONS=C1_ONLY_JVM_OPTIONS, **env_vars)
+    env = cli_env(SPARK_HOME=home, SPARK_NO_DAEMONIZE="1", JAVA_TOOL_OPTIONS=C1_ONLY_OPTIONS, **env_vars)
     return subprocess.Popen(
         [os.path.join(home, "bin", "spark-class"), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
