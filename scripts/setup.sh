@@ -73,21 +73,27 @@ for artifact in "io.delta:delta-spark_2.13:${delta_version}" "io.delta:delta-sto
 done
 
 # S3A: hadoop-aws must be the exact Hadoop version PySpark ships, and the AWS SDK bundle the
-# version that Hadoop release was built with (its hadoop-project POM names it).
+# version that Hadoop release was built with (its hadoop-project POM names it). The JVM archive
+# below holds no S3A class (only s3a:// lakes put these jars on the class path), so the ~560 MB
+# download runs beside its build, the only Maven then running (the Delta jars' came first).
+s3_pid=
 case ",$with," in
   *,s3,*)
     if ! ls "$s3_dir"/hadoop-aws-*.jar "$s3_dir"/bundle-*.jar >/dev/null 2>&1; then
-      mkdir -p "$s3_dir"
-      mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-aws:${hadoop_version}:jar" -DoutputDirectory="$s3_dir"
-      pom_dir=$(mktemp -d)
-      mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-project:${hadoop_version}:pom" -DoutputDirectory="$pom_dir"
-      project_pom="$pom_dir/hadoop-project-${hadoop_version}.pom"
-      sdk_version=$(sed -n 's:.*<aws-java-sdk-v2.version>\(.*\)</aws-java-sdk-v2.version>.*:\1:p' "$project_pom" | head -n 1)
-      [ -n "$sdk_version" ] || { echo "setup: no AWS SDK version in $project_pom" >&2; exit 1; }
-      rm -rf "$pom_dir"
-      mvn -q -B dependency:copy -Dartifact="software.amazon.awssdk:bundle:${sdk_version}:jar" -DoutputDirectory="$s3_dir"
+      (
+        set -euo pipefail
+        mkdir -p "$s3_dir"
+        mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-aws:${hadoop_version}:jar" -DoutputDirectory="$s3_dir"
+        pom_dir=$(mktemp -d)
+        mvn -q -B dependency:copy -Dartifact="org.apache.hadoop:hadoop-project:${hadoop_version}:pom" -DoutputDirectory="$pom_dir"
+        project_pom="$pom_dir/hadoop-project-${hadoop_version}.pom"
+        sdk_version=$(sed -n 's:.*<aws-java-sdk-v2.version>\(.*\)</aws-java-sdk-v2.version>.*:\1:p' "$project_pom" | head -n 1)
+        [ -n "$sdk_version" ] || { echo "setup: no AWS SDK version in $project_pom" >&2; exit 1; }
+        rm -rf "$pom_dir"
+        mvn -q -B dependency:copy -Dartifact="software.amazon.awssdk:bundle:${sdk_version}:jar" -DoutputDirectory="$s3_dir"
+      ) &
+      s3_pid=$!
     fi
-    echo "setup: S3A jars in $s3_dir"
     ;;
 esac
 
@@ -113,4 +119,13 @@ if ! archive=$(SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m assetlake_dagster.sp
   echo "$archive" >&2
 fi
 [ -z "$bytecode_pid" ] || wait "$bytecode_pid"
+case ",$with," in
+  *,s3,*)
+    if [ -n "$s3_pid" ] && ! wait "$s3_pid"; then
+      echo "setup: could not fetch the S3A jars (hadoop-aws ${hadoop_version} and the AWS SDK bundle) into $s3_dir" >&2
+      exit 1
+    fi
+    echo "setup: S3A jars in $s3_dir"
+    ;;
+esac
 echo "setup: ok (.venv ready; Delta ${delta_version} jars in ${jars_dir}; Spark Connect client and server ready; ${archive})"
