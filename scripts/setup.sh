@@ -76,9 +76,11 @@ done
 # version that Hadoop release was built with (its hadoop-project POM names it). The JVM archive
 # below holds no S3A class (only s3a:// lakes put these jars on the class path), so the ~560 MB
 # download runs beside its build, the only Maven then running (the Delta jars' came first).
+with_s3=
 s3_pid=
 case ",$with," in
   *,s3,*)
+    with_s3=1
     if ! ls "$s3_dir"/hadoop-aws-*.jar "$s3_dir"/bundle-*.jar >/dev/null 2>&1; then
       (
         set -euo pipefail
@@ -119,13 +121,11 @@ if ! archive=$(SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m assetlake_dagster.sp
   echo "$archive" >&2
 fi
 [ -z "$bytecode_pid" ] || wait "$bytecode_pid"
-case ",$with," in
-  *,s3,*)
-    if [ -n "$s3_pid" ] && ! wait "$s3_pid"; then
-      echo "setup: could not fetch the S3A jars (hadoop-aws ${hadoop_version} and the AWS SDK bundle) into $s3_dir" >&2
-      exit 1
-    fi
-    echo "setup: S3A jars in $s3_dir"
-    ;;
-esac
+if [ -n "$with_s3" ]; then
+  if [ -n "$s3_pid" ] && ! wait "$s3_pid"; then
+    echo "setup: could not fetch the S3A jars (hadoop-aws ${hadoop_version} and the AWS SDK bundle) into $s3_dir" >&2
+    exit 1
+  fi
+  echo "setup: S3A jars in $s3_dir"
+fi
 echo "setup: ok (.venv ready; Delta ${delta_version} jars in ${jars_dir}; Spark Connect client and server ready; ${archive})"
