@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import SparkSession
 
 
+#: What Spark answers for a name its catalog does not know.
+TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"
+SCHEMA_NOT_FOUND = "SCHEMA_NOT_FOUND"
+
 #: Per live session, the tables registered in it: ``{sql name: path}``. Weakly keyed: an
 #: entry goes with its session (each SQL asset's run has one), and a new session never
 #: inherits one whose ``id()`` it reuses.
@@ -41,8 +45,8 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
         if known.get(uri.sql_name) == path:
             return
         ensure_schema(spark, lake, uri.schema)
-        if _table_exists(spark, uri):
-            location = _location(spark, uri)
+        location = _registered_location(spark, uri)
+        if location is not None:
             if _same_location(location, path):
                 known[uri.sql_name] = path
                 return
@@ -109,20 +113,27 @@ def is_history_table(spark: SparkSession, uri: TableUri) -> bool:
     return set(HISTORY_COLUMNS) <= columns
 
 
-def _table_exists(spark: SparkSession, uri: TableUri) -> bool:
-    """Whether the catalog knows ``uri``'s name; a name whose files are gone is forgotten.
+def _registered_location(spark: SparkSession, uri: TableUri) -> Optional[str]:
+    """Where the catalog's ``uri`` name points (``""`` for a view), or ``None`` when the
+    catalog knows no such name; a name whose files are gone is forgotten.
 
-    A name left pointing at a deleted or moved lake (the catalog outlives a lake root in a
-    long-lived session) makes Delta fail every lookup of it; there is no data left to lose,
-    so the name is dropped and registered again at the lake's path.
+    One ``DESCRIBE`` answers both questions (a statement each is a round trip to the engine
+    and an analysis there, on every registration of every run). A name left pointing at a
+    deleted or moved lake (the catalog outlives a lake root in a long-lived session) makes
+    Delta fail every lookup of it; there is no data left to lose, so the name is dropped and
+    registered again at the lake's path.
     """
+    from pyspark.errors import AnalysisException
+
     try:
-        return spark.catalog.tableExists(uri.sql_name)
-    except Exception as exc:
+        return _location(spark, uri)
+    except AnalysisException as exc:
+        if exc.getCondition() == TABLE_NOT_FOUND:
+            return None
         if "DELTA_PATH_DOES_NOT_EXIST" not in str(exc):
             raise
     spark.sql(f"DROP TABLE IF EXISTS {_quoted_name(uri)}")
-    return False
+    return None
 
 
 def _quoted_name(uri: TableUri) -> str:
@@ -161,11 +172,19 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
     With ``LOCATION <lake_root>/<schema>``, a ``CREATE TABLE schema.t`` in a ``manual``
     file lands at ``<lake_root>/schema/t``, where the managed writes expect it.
     """
+    from pyspark.errors import AnalysisException
+
     location = lake.root.rstrip("/") + "/" + schema
     # The lake root is operator configuration, not user data; escape it as a literal anyway.
     literal = sql_string(location)
-    if spark.catalog.databaseExists(schema):
-        current = spark.catalog.getDatabase(schema).locationUri or ""
+    try:
+        # One call for "exists?" and "where?": each is a round trip to the engine.
+        current: Optional[str] = spark.catalog.getDatabase(schema).locationUri or ""
+    except AnalysisException as exc:
+        if exc.getCondition() != SCHEMA_NOT_FOUND:
+            raise
+        current = None
+    if current is not None:
         if current.rstrip("/").removeprefix("file:") != location.rstrip("/"):
             if session_catalog_kind(spark) == HIVE_CATALOG:
                 raise ConfigError(
