@@ -26,6 +26,7 @@ from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.materialization import (
     materialization_metadata,
+    version_file_rows_here,
     partition_row_counts,
     schema_version_metadata,
 )
@@ -322,9 +323,11 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             f"{uri}: {strategy.value} -> "
             + (f"Delta version {result.version}" if result.committed else "no change, no new version")
         )
-        # A batch's rows per partition: one grouped query, whose sum is also the slice's count.
+        file_rows = version_file_rows_here(session, self.lake, target.path, result.version)
+        # A batch's rows per partition (from the checksum, else one grouped query), whose
+        # sum is also the slice's count.
         partition_counts = (
-            partition_row_counts(session, target.path, result, partitions) if len(partitions) > 1 else None
+            partition_row_counts(session, target.path, result, partitions, file_rows) if len(partitions) > 1 else None
         )
         metadata = materialization_metadata(
             session,
@@ -336,6 +339,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             partition_counts=partition_counts,
             key=target.key,
             descriptions=(context.definition_metadata or {}).get(COLUMN_DESCRIPTIONS_KEY),
+            file_rows=file_rows,
         )
         _, instance = output_run(context) or (None, None)
         metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))
@@ -455,3 +459,4 @@ def _continues_a_failed_run(run: dg.DagsterRun, instance: dg.DagsterInstance) ->
         dg.DagsterRunStatus.FAILURE,
         dg.DagsterRunStatus.CANCELED,
     )
+

@@ -3,10 +3,13 @@
 Building it costs no full-table Spark action after the write:
 
 - the row count of the slice comes from the commit when the commit states it exactly (a
-  replace's ``numOutputRows``, or any WRITE that created the table); otherwise from one
-  ``COUNT(*)`` that Delta answers from the log's file statistics for a whole table (no
-  data file is read), or from the batch's one grouped per-partition count, or, for one
-  partition, a count that reads only that partition's files (Parquet footers, no column);
+  replace's ``numOutputRows``, or any WRITE that created the table); otherwise from the
+  version's checksum file when this process can read the lake (its file list with each
+  file's ``numRecords``: :mod:`assetlake_dagster.lake.checksum`, no Spark job); otherwise
+  from one ``COUNT(*)`` that Delta answers from the log's file statistics for a whole
+  table (no data file is read), or from the batch's one grouped per-partition count, or,
+  for one partition, a count that reads only that partition's files (Parquet footers, no
+  column);
   a partitioned write records it as ``dagster/partition_row_count`` and the whole table's
   (the first commit's count, else a ``COUNT(*)`` from the log's statistics) as
   ``dagster/row_count``, Dagster's conventions;
@@ -23,11 +26,15 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
 
+from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake.checksum import FileRows, rows_by_partition, rows_in, version_file_rows
 from assetlake_dagster.lake.delta_sql import read
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.schema_history import ColumnShape, next_schema_version
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import WriteResult
+from assetlake_dagster.spark.session import driver_on_this_machine
 from assetlake_dagster.writes.slices import partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
@@ -173,11 +180,13 @@ def slice_row_count(
     result: WriteResult,
     partitions: Sequence[str] = (),
     partition_counts: Optional[Mapping[str, int]] = None,
+    file_rows: Optional[Sequence[FileRows]] = None,
 ) -> int:
     """Rows in the slice as of ``result.version``, without scanning the table's data.
 
     In order: the commit's own count (:func:`committed_row_count`); the sum of a batch's
-    ``partition_counts`` (the one grouped query :func:`partition_row_counts` ran); a
+    ``partition_counts`` (:func:`partition_row_counts`); the version's ``file_rows`` from
+    its checksum (:func:`~assetlake_dagster.lake.checksum.version_file_rows`); a
     whole-table ``COUNT(*)``, which Delta answers from the ``numRecords`` statistics in the
     log (its plan is a ``LocalTableScan``; it reads no data file); for one partition, a
     count that reads only the footers of that partition's files.
@@ -187,19 +196,32 @@ def slice_row_count(
         return exact
     if partition_counts is not None and partitions and set(partition_counts) == set(partitions):
         return sum(int(c) for c in partition_counts.values())
+    if file_rows is not None:
+        rows = rows_in(file_rows, PARTITION_COLUMN if partitions else None, partitions)
+        if rows is not None:
+            return rows
     return slice_table(spark, path, result.version, partitions).count()
 
 
-def table_row_count(spark: SparkSession, path: str, strategy: str, result: WriteResult) -> int:
+def table_row_count(
+    spark: SparkSession,
+    path: str,
+    strategy: str,
+    result: WriteResult,
+    file_rows: Optional[Sequence[FileRows]] = None,
+) -> int:
     """Rows in the whole table as of ``result.version``, without scanning its data.
 
-    A first commit's own count (the table held nothing before it), else a ``COUNT(*)``
-    that Delta answers from the log's ``numRecords`` statistics.
+    A first commit's own count (the table held nothing before it), else the sum of the
+    version's ``file_rows`` (its checksum), else a ``COUNT(*)`` that Delta answers from the
+    log's ``numRecords`` statistics.
     """
     if result.version == 0:
         exact = committed_row_count(strategy, result)
         if exact is not None:
             return exact
+    if file_rows is not None:
+        return rows_in(file_rows)
     return read(spark, path, result.version).count()
 
 
@@ -210,16 +232,17 @@ def _row_counts(
     result: WriteResult,
     partitions: Sequence[str],
     partition_counts: Optional[Mapping[str, int]],
+    file_rows: Optional[Sequence[FileRows]],
 ) -> dict[str, Any]:
     """Dagster's conventions: ``dagster/row_count`` is the table's; a partitioned write
     also records its slice's rows as ``dagster/partition_row_count`` (a batch's
     materializations then get their own partition's, see the IO manager)."""
-    rows = slice_row_count(spark, path, strategy, result, partitions, partition_counts)
+    rows = slice_row_count(spark, path, strategy, result, partitions, partition_counts, file_rows)
     if not partitions:
         return {"dagster/row_count": dg.MetadataValue.int(rows)}
     return {
         "dagster/partition_row_count": dg.MetadataValue.int(rows),
-        "dagster/row_count": dg.MetadataValue.int(table_row_count(spark, path, strategy, result)),
+        "dagster/row_count": dg.MetadataValue.int(table_row_count(spark, path, strategy, result, file_rows)),
     }
 
 
@@ -233,6 +256,7 @@ def materialization_metadata(
     partition_counts: Optional[Mapping[str, int]] = None,
     key: Sequence[str] = (),
     descriptions: Optional[Mapping[str, str]] = None,
+    file_rows: Optional[Sequence[FileRows]] = None,
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
@@ -240,14 +264,16 @@ def materialization_metadata(
     the slice written (``partitions``), ``dagster/row_count`` the whole table's; the preview is ordered by ``key`` (merge, history), else by the
     first columns. ``partition_counts``: a batch's rows per partition as of the version,
     when already counted (:func:`partition_row_counts`), so that the slice is not counted
-    again. ``descriptions``: column descriptions for ``dagster/column_schema``. See the
+    again. ``descriptions``: column descriptions for ``dagster/column_schema``.
+    ``file_rows``: the version's data files and rows from its checksum, when this process
+    read it (:func:`~assetlake_dagster.lake.checksum.version_file_rows`). See the
     module docstring for what each value costs.
     """
     table = slice_table(spark, path, result.version, partitions)
     metadata: dict[str, Any] = {
         "dagster/uri": dg.MetadataValue.path(path),
         "dagster/table_name": uri.qualified_name,
-        **_row_counts(spark, path, strategy, result, partitions, partition_counts),
+        **_row_counts(spark, path, strategy, result, partitions, partition_counts, file_rows),
         "dagster/column_schema": column_schema(table.schema, descriptions),
         "assetlake/table": str(uri),
         "assetlake/strategy": strategy,
@@ -297,13 +323,22 @@ def _shapes(schema: dg.TableSchema) -> list[ColumnShape]:
 
 
 def partition_row_counts(
-    spark: SparkSession, path: str, result: WriteResult, partitions: Sequence[str]
+    spark: SparkSession,
+    path: str,
+    result: WriteResult,
+    partitions: Sequence[str],
+    file_rows: Optional[Sequence[FileRows]] = None,
 ) -> dict[str, int]:
     """Rows per partition of the slice, as of the version written (0 for empty ones).
 
-    One grouped query that reads only the slice's files, and of them only the footers
-    (``_partition`` is a partition column, so no column is read).
+    From the version's ``file_rows`` (its checksum) when given, else one grouped query
+    that reads only the slice's files, and of them only the footers (``_partition`` is a
+    partition column, so no column is read).
     """
+    if file_rows is not None:
+        counts = rows_by_partition(file_rows, PARTITION_COLUMN, partitions)
+        if counts is not None:
+            return counts
     table = slice_table(spark, path, result.version, partitions)
     counts = {r[PARTITION_COLUMN]: int(r["count"]) for r in table.groupBy(PARTITION_COLUMN).count().collect()}
     return {key: counts.get(key, 0) for key in partitions}
@@ -313,3 +348,19 @@ def json_metadata_value(value: Any) -> Any:
     """Unwrap a metadata value that may arrive raw or as a ``JsonMetadataValue``."""
     value = getattr(value, "value", value)
     return json.loads(value) if isinstance(value, str) else value
+
+
+def version_file_rows_here(
+    session: SparkSession, lake: Lake, path: str, version: Optional[int]
+) -> Optional[list[FileRows]]:
+    """The version's data files and rows from its checksum file, read by this process (no
+    Spark job), when it reads the same files as the driver: an object-store lake, or a local
+    one with the driver on this machine. ``None`` otherwise, or when the checksum cannot
+    answer: the counts then come from Spark (see :mod:`assetlake_dagster.lake.checksum`)."""
+    if version is None or (not lake.is_url and not driver_on_this_machine(session)):
+        return None
+    try:
+        files = lake.files
+    except ConfigError:  # a store PyArrow cannot reach from here: Spark counts
+        return None
+    return version_file_rows(files, path, version)

@@ -249,7 +249,7 @@ def server_env(host: str = DEFAULT_HOST) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
     env["SPARK_HOME"] = pyspark_home()
     env.setdefault("PYSPARK_PYTHON", sys.executable)
-    if _is_loopback(host):
+    if is_loopback(host):
         # Otherwise Spark binds its driver to the machine's first non-loopback address.
         env["SPARK_LOCAL_IP"] = host
     return env
@@ -262,7 +262,13 @@ def free_port(host: str = DEFAULT_HOST) -> int:
         return sock.getsockname()[1]
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback interface.
+
+    Example:
+        >>> is_loopback("localhost"), is_loopback("127.0.0.1"), is_loopback("spark.example.com")
+        (True, True, False)
+    """
     return host == "localhost" or host.startswith("127.") or host == "::1"
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definit
     from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.spark.connect_server import is_loopback
 from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, with_archive, with_delta_jars, with_throughput_gc
 
 def build_spark_session(
@@ -273,3 +274,15 @@ def is_connect_session(obj: Any) -> bool:
         False
     """
     return type(obj).__module__.startswith("pyspark.sql.connect.")
+
+
+def driver_on_this_machine(session: SparkSession) -> bool:
+    """Whether the session's Spark driver runs on this machine: in this process, or a Spark
+    Connect server reached on loopback (the warm engine). Only then does a local path name
+    the same files here as in the driver.
+
+    Example:
+        >>> driver_on_this_machine(spark)  # doctest: +SKIP
+        True
+    """
+    return not is_connect_session(session) or is_loopback(session.client.host)

@@ -23,7 +23,13 @@ from assetlake_dagster.io_manager import DeltaIOManager, managed_write
 from assetlake_dagster.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.spark.session import connect_session, is_connect_session, local_checkpoint, release_checkpoint
+from assetlake_dagster.spark.session import (
+    connect_session,
+    driver_on_this_machine,
+    is_connect_session,
+    local_checkpoint,
+    release_checkpoint,
+)
 from assetlake_dagster_tests.helpers import PROJECTS, c1_only_engine, env_restored
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
@@ -58,6 +64,8 @@ def remote(connect_url, lake_root):
     assert is_connect_session(session)
     # The settings come from the server's JVM, not from any session in this process.
     assert session.conf.get("spark.app.name") == SERVER_APP_NAME
+    # A server on loopback: the metadata's row counts come from the lake's checksum files.
+    assert driver_on_this_machine(session)
     return resource, session
 
 

@@ -1,24 +1,33 @@
 """Materialization metadata without full-table actions: exact values for every strategy.
 
 The row count comes from the commit when the commit states it (replace, first write), else
-from Delta's log statistics or a grouped count of the slice. Each case checks the recorded
-row count and schema against literal values and against a full scan of the version, so a
-shortcut that takes the wrong number (rows inserted, rows written, the whole table for a
-slice...) fails here.
+from the version's checksum file (what the IO manager reads first), else from Delta's log
+statistics or a grouped count of the slice. Each case checks the recorded row count and
+schema against literal values and against a full scan of the version, and the checksum's
+counts against the same scan, so a shortcut that takes the wrong number (rows inserted, rows
+written, the whole table for a slice, a deleted row...) fails here.
 """
 
+import json
+import pathlib
 from collections import Counter
 
 import pytest
 
+from assetlake_dagster.lake import checksum
 from assetlake_dagster.lake.delta_sql import read
+from assetlake_dagster.lake.files import LocalFiles
+from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.materialization import (
     PREVIEW_ROWS,
     committed_row_count,
     markdown_preview,
     materialization_metadata,
     partition_row_counts,
+    slice_row_count,
     slice_table,
+    table_row_count,
+    version_file_rows_here,
 )
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
@@ -91,7 +100,22 @@ def check(spark, lake_root, strategy, result, expected_rows, columns, partitions
     if per_partition is not None:
         assert counts == per_partition
         assert counts == {p: Counter(r[PARTITION_COLUMN] for r in rows)[p] for p in partitions}
+    check_checksum(spark, lake_root, result.version, rows, partitions)
     return md
+
+
+def check_checksum(spark, lake_root, version, rows, partitions):
+    """Where the version's checksum lists its files, its counts equal a full scan of the
+    version. (Delta leaves the list out after a schema change: Spark counts then.)"""
+    files = checksum.version_file_rows(LocalFiles(), f"{lake_root}/s/t", version)
+    if files is None:
+        return
+    assert checksum.rows_in(files) == read(spark, f"{lake_root}/s/t", version).count()
+    column = PARTITION_COLUMN if partitions else None
+    assert checksum.rows_in(files, column, partitions) == len(rows)
+    if partitions:
+        by_partition = Counter(r[PARTITION_COLUMN] for r in rows)
+        assert checksum.rows_by_partition(files, PARTITION_COLUMN, partitions) == {p: by_partition[p] for p in partitions}
 
 
 ROWS3 = [(1, "ann", None), (2, "bob", 1.5), (3, "cy", 2.0)]
@@ -277,3 +301,41 @@ def test_the_preview_is_ordered_by_the_key(spark):
     df = spark.createDataFrame([(2, "b"), (1, "c"), (3, "a")], "id INT, name STRING")
     assert [line.split(" | ")[0] for line in markdown_preview(df, key=["name"]).splitlines()[2:]] == ["| 3", "| 2", "| 1"]
     assert [line.split(" | ")[0] for line in markdown_preview(df).splitlines()[2:]] == ["| 1", "| 2", "| 3"]
+
+
+def test_deleted_rows_are_not_counted_from_the_checksum(spark, lake_root):
+    """With deletion vectors a MERGE marks replaced rows deleted in place: the checksum's
+    files still state their written ``numRecords``, and each deletion vector's cardinality
+    must come off."""
+    spark.conf.set("spark.databricks.delta.properties.defaults.enableDeletionVectors", "true")
+    try:
+        created = write(spark, lake_root, "merge", [(i, f"n{i}", 1.0) for i in range(1, 9)], "d1", key=["id"])
+        merged = write(spark, lake_root, "merge", [(2, "two", 2.0), (9, "nine", 9.0)], "d2", key=["id"])
+    finally:
+        spark.conf.unset("spark.databricks.delta.properties.defaults.enableDeletionVectors")
+    check(spark, lake_root, "merge", created, 8, COLUMNS)
+    spark.sql(f"DELETE FROM delta.`{lake_root}/s/t` WHERE id IN (3, 4)")
+    crc = json.loads((pathlib.Path(lake_root) / "s/t/_delta_log" / f"{merged.version + 1:020d}.crc").read_text())
+    assert any(add.get("deletionVector") for add in crc["allFiles"]), "the DELETE wrote a deletion vector"
+    check(spark, lake_root, "merge", merged, 9, COLUMNS)
+    deleted = WriteResult(committed=True, version=merged.version + 1, operation="manual")
+    assert checksum.version_file_rows(LocalFiles(), f"{lake_root}/s/t", deleted.version) is not None
+    check(spark, lake_root, "manual", deleted, 7, COLUMNS)
+
+
+def test_the_io_managers_counts_after_a_merge_run_no_spark_job(spark, lake_root):
+    write(spark, lake_root, "merge", ROWS3, "m1", key=["id"])
+    merged = write(spark, lake_root, "merge", [(4, "di", None)], "m2", key=["id"])
+    path, tracker = f"{lake_root}/s/t", spark.sparkContext.statusTracker()
+
+    def jobs_run(count):
+        before = max(tracker.getJobIdsForGroup(None) or [-1])
+        value = count()
+        return value, max(tracker.getJobIdsForGroup(None) or [-1]) - before
+
+    files = version_file_rows_here(spark, Lake(lake_root), path, merged.version)
+    assert jobs_run(lambda: slice_row_count(spark, path, "merge", merged, file_rows=files)) == (4, 0)
+    assert jobs_run(lambda: table_row_count(spark, path, "merge", merged, file_rows=files)) == (4, 0)
+    # Without the checksum, Delta rebuilds the version's state with Spark jobs to count.
+    rows, jobs = jobs_run(lambda: slice_row_count(spark, path, "merge", merged))
+    assert rows == 4 and jobs > 0

@@ -1,0 +1,136 @@
+"""Row counts of a Delta version from its checksum file, without Spark.
+
+After each commit delta-spark writes the version's checksum, ``_delta_log/%020d.crc``
+(``PROTOCOL.md`` of ``delta-io/delta``, "Version Checksum File"): the version's
+``numFiles`` and ``tableSizeBytes`` and, for a table of few files, ``allFiles``: every
+``add`` action of the version, each with its statistics (``numRecords``) and its
+``partitionValues``. From it the rows of the version (of the whole table, of some
+partitions, per partition) are a sum, read from one small file.
+
+A count from Spark (``COUNT(*)``, which Delta answers from the same statistics) first
+rebuilds the version's state from the log: three Spark jobs on a small table, 0.3 s warm
+in process and about 1 s on a warm engine compiling with C1 (measured 2026-11-28), on every
+merge, append and history write. The materialization metadata asks here first and counts
+with Spark only when the checksum cannot answer: :func:`version_file_rows` returns ``None``
+then, never a guess.
+
+Example:
+    >>> files = [FileRows({"_partition": "d1"}, 3), FileRows({"_partition": "d2"}, 4)]
+    >>> rows_in(files), rows_in(files, "_partition", ["d2"]), rows_by_partition(files, "_partition", ["d1", "d3"])
+    (7, 4, {'d1': 3, 'd3': 0})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from assetlake_dagster.lake.files import LOG_FOLDER, LakeFiles
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """One data file of a version: its partition values (strings, as the log holds them)
+    and its live rows (``numRecords`` less the rows its deletion vector removes)."""
+
+    partition_values: Mapping[str, Optional[str]]
+    rows: int
+
+
+def checksum_path(files: LakeFiles, table_path: str, version: int) -> str:
+    """Where the checksum of ``version`` lives.
+
+    Example:
+        >>> from assetlake_dagster.lake.files import LocalFiles
+        >>> checksum_path(LocalFiles(), "/lake/s/t", 7)
+        '/lake/s/t/_delta_log/00000000000000000007.crc'
+    """
+    return files.join(table_path, LOG_FOLDER, f"{version:020d}.crc")
+
+
+def version_file_rows(files: LakeFiles, table_path: str, version: int) -> Optional[list[FileRows]]:
+    """Every data file of ``version`` with its rows, from the version's checksum.
+
+    ``None`` when the checksum cannot answer exactly: no checksum file (or one that cannot
+    be read), no ``allFiles`` in it (a table of many files), a file without a
+    ``numRecords`` statistic, or a checksum that disagrees with itself (its ``numFiles`` or
+    ``tableSizeBytes`` against its file list).
+    """
+    try:
+        checksum = json.loads(files.read_bytes(checksum_path(files, table_path, version)))
+    except Exception:  # missing, unreadable, not JSON: Spark counts instead
+        return None
+    return parse_checksum(checksum)
+
+
+def parse_checksum(checksum: Any) -> Optional[list[FileRows]]:
+    """The files and rows of a parsed checksum (see :func:`version_file_rows`), or ``None``.
+
+    Example:
+        >>> add = {"path": "a.parquet", "size": 10, "partitionValues": {}, "stats": '{"numRecords": 5}',
+        ...        "deletionVector": {"cardinality": 2}}
+        >>> parse_checksum({"numFiles": 1, "tableSizeBytes": 10, "allFiles": [add]})
+        [FileRows(partition_values={}, rows=3)]
+        >>> parse_checksum({"numFiles": 2, "tableSizeBytes": 10, "allFiles": [add]}) is None
+        True
+    """
+    if not isinstance(checksum, dict):
+        return None
+    adds = checksum.get("allFiles")
+    if not isinstance(adds, list) or checksum.get("numFiles") != len(adds):
+        return None
+    found, size = [], 0
+    for add in adds:
+        file = _file_rows(add)
+        if file is None:
+            return None
+        found.append(file)
+        size += add["size"]
+    return found if checksum.get("tableSizeBytes") == size else None
+
+
+def _file_rows(add: Any) -> Optional[FileRows]:
+    if not isinstance(add, dict) or not _is_count(add.get("size")):
+        return None
+    try:
+        records = json.loads(add.get("stats") or "null")
+    except ValueError:
+        return None
+    records = records.get("numRecords") if isinstance(records, dict) else None
+    deletion_vector = add.get("deletionVector")
+    deleted = 0
+    if deletion_vector is not None:
+        deleted = deletion_vector.get("cardinality") if isinstance(deletion_vector, dict) else None
+    values = add.get("partitionValues", {})
+    if not _is_count(records) or not _is_count(deleted) or deleted > records or not isinstance(values, dict):
+        return None
+    return FileRows(values, records - deleted)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def rows_in(files: Sequence[FileRows], column: Optional[str] = None, values: Sequence[str] = ()) -> Optional[int]:
+    """Rows of the whole version, or of the files whose partition ``column`` is one of
+    ``values``; ``None`` when ``column`` is not a partition column of every file (a
+    clustered table's column, a column-mapped name): the files cannot say then."""
+    if column is None:
+        return sum(f.rows for f in files)
+    counts = rows_by_partition(files, column, values)
+    return None if counts is None else sum(counts.values())
+
+
+def rows_by_partition(files: Sequence[FileRows], column: str, values: Sequence[str]) -> Optional[dict[str, int]]:
+    """Rows per value of the partition ``column`` for each of ``values`` (0 for a value
+    without files); ``None`` as for :func:`rows_in`."""
+    if any(column not in f.partition_values for f in files):
+        return None
+    counts = dict.fromkeys(values, 0)
+    for f in files:
+        value = f.partition_values[column]
+        if value in counts:
+            counts[value] += f.rows
+    return counts
