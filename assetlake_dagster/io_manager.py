@@ -26,9 +26,9 @@ from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.materialization import (
     materialization_metadata,
-    version_file_rows_here,
     partition_row_counts,
     schema_version_metadata,
+    version_file_rows_here,
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (
@@ -459,4 +459,3 @@ def _continues_a_failed_run(run: dg.DagsterRun, instance: dg.DagsterInstance) ->
         dg.DagsterRunStatus.FAILURE,
         dg.DagsterRunStatus.CANCELED,
     )
-

@@ -11,8 +11,8 @@ Building it costs no full-table Spark action after the write:
   for one partition, a count that reads only that partition's files (Parquet footers, no
   column);
   a partitioned write records it as ``dagster/partition_row_count`` and the whole table's
-  (the first commit's count, else a ``COUNT(*)`` from the log's statistics) as
-  ``dagster/row_count``, Dagster's conventions;
+  (the first commit's count, else the checksum's, else a ``COUNT(*)`` from the log's
+  statistics) as ``dagster/row_count``, Dagster's conventions;
 - the schema is the Delta table's, as of the version, from the log (no Spark job);
 - the preview is the first rows of the slice in a stable order (the key, else the first
   columns): a top-10 of the slice (one scan of the slice's files, never of other partitions).
@@ -220,8 +220,9 @@ def table_row_count(
         exact = committed_row_count(strategy, result)
         if exact is not None:
             return exact
-    if file_rows is not None:
-        return rows_in(file_rows)
+    total = rows_in(file_rows) if file_rows is not None else None
+    if total is not None:
+        return total
     return read(spark, path, result.version).count()
 
 
