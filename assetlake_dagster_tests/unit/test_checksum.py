@@ -6,6 +6,8 @@ import pytest
 
 from assetlake_dagster.lake.checksum import FileRows, parse_checksum, rows_by_partition, rows_in, version_file_rows
 from assetlake_dagster.lake.files import LocalFiles
+from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.materialization import version_file_rows_here
 from assetlake_dagster.spark.session import driver_on_this_machine
 
 
@@ -95,3 +97,14 @@ def test_only_a_driver_on_this_machine_reads_the_same_local_files():
     assert driver_on_this_machine(_connect_session("localhost"))
     assert driver_on_this_machine(_connect_session("127.0.0.1"))
     assert not driver_on_this_machine(_connect_session("spark.example.com"))
+
+
+def test_a_local_lake_is_read_here_only_when_the_driver_is_on_this_machine(tmp_path):
+    log = tmp_path / "s" / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / "00000000000000000000.crc").write_text(json.dumps(crc(add(7))))
+    lake, path = Lake(str(tmp_path)), str(tmp_path / "s" / "t")
+    assert version_file_rows_here(_connect_session("localhost"), lake, path, 0) == [FileRows({}, 7)]
+    # Another host's /same/path may hold other files: its Spark counts instead.
+    assert version_file_rows_here(_connect_session("spark.example.com"), lake, path, 0) is None
+    assert version_file_rows_here(object(), lake, path, None) is None  # no version: nothing to read
