@@ -357,7 +357,13 @@ def version_file_rows_here(
     """The version's data files and rows from its checksum file, read by this process (no
     Spark job), when it reads the same files as the driver: an object-store lake, or a local
     one with the driver on this machine. ``None`` otherwise, or when the checksum cannot
-    answer: the counts then come from Spark (see :mod:`assetlake_dagster.lake.checksum`)."""
+    answer: the counts then come from Spark (see :mod:`assetlake_dagster.lake.checksum`).
+
+    Example:
+        >>> files = version_file_rows_here(spark, Lake("/data/lake"), "/data/lake/s/t", 3)  # doctest: +SKIP
+        >>> sum(f.rows for f in files)  # doctest: +SKIP
+        42
+    """
     if version is None or (not lake.is_url and not driver_on_this_machine(session)):
         return None
     try:
