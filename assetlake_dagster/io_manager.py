@@ -25,6 +25,7 @@ from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.materialization import (
+    counts_need_the_table,
     materialization_metadata,
     partition_row_counts,
     schema_version_metadata,
@@ -323,7 +324,12 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             f"{uri}: {strategy.value} -> "
             + (f"Delta version {result.version}" if result.committed else "no change, no new version")
         )
-        file_rows = version_file_rows_here(session, self.lake, target.path, result.version)
+        # The checksum is read only for counts the commit does not state (not a replace's).
+        file_rows = (
+            version_file_rows_here(session, self.lake, target.path, result.version)
+            if counts_need_the_table(strategy.value, result, partitions)
+            else None
+        )
         # A batch's rows per partition (from the checksum, else one grouped query), whose
         # sum is also the slice's count.
         partition_counts = (

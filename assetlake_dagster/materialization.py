@@ -173,6 +173,20 @@ def committed_row_count(strategy: str, result: WriteResult) -> Optional[int]:
     return None
 
 
+def counts_need_the_table(strategy: str, result: WriteResult, partitions: Sequence[str] = ()) -> bool:
+    """Whether some row count of this write is not stated by its commit and must be read:
+    the slice's (:func:`committed_row_count`), a batch's per partition, or, beside a
+    partition's, the whole table's after its first commit.
+
+    Example:
+        >>> counts_need_the_table("replace", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"}))
+        False
+        >>> counts_need_the_table("replace", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"}), ["d1"])
+        True
+    """
+    if len(partitions) > 1 or committed_row_count(strategy, result) is None:
+        return True
+    return bool(partitions) and result.version != 0
 def slice_row_count(
     spark: SparkSession,
     path: str,
