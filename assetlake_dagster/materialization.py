@@ -186,7 +186,22 @@ def counts_need_the_table(strategy: str, result: WriteResult, partitions: Sequen
     """
     if len(partitions) > 1 or committed_row_count(strategy, result) is None:
         return True
-    return bool(partitions) and result.version != 0
+    return bool(partitions) and committed_table_row_count(strategy, result) is None
+
+
+def committed_table_row_count(strategy: str, result: WriteResult) -> Optional[int]:
+    """The whole table's row count as of ``result.version`` when its commit states it: a
+    first commit's (:func:`committed_row_count`), the table having held nothing before.
+
+    Example:
+        >>> committed_table_row_count("append", WriteResult(True, 0, "WRITE", {"numOutputRows": "7"}))
+        7
+        >>> committed_table_row_count("replace", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"})) is None
+        True
+    """
+    return committed_row_count(strategy, result) if result.version == 0 else None
+
+
 def slice_row_count(
     spark: SparkSession,
     path: str,
@@ -230,10 +245,9 @@ def table_row_count(
     version's ``file_rows`` (its checksum), else a ``COUNT(*)`` that Delta answers from the
     log's ``numRecords`` statistics.
     """
-    if result.version == 0:
-        exact = committed_row_count(strategy, result)
-        if exact is not None:
-            return exact
+    exact = committed_table_row_count(strategy, result)
+    if exact is not None:
+        return exact
     total = rows_in(file_rows) if file_rows is not None else None
     if total is not None:
         return total
