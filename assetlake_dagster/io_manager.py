@@ -25,11 +25,10 @@ from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.materialization import (
-    counts_need_the_table,
+    version_files_here,
     materialization_metadata,
     partition_row_counts,
     schema_version_metadata,
-    version_file_rows_here,
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (
@@ -324,12 +323,9 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             f"{uri}: {strategy.value} -> "
             + (f"Delta version {result.version}" if result.committed else "no change, no new version")
         )
-        # The checksum is read only for counts the commit does not state (not a replace's).
-        file_rows = (
-            version_file_rows_here(session, self.lake, target.path, result.version)
-            if counts_need_the_table(strategy.value, result, partitions)
-            else None
-        )
+        # The version's checksum lists its files: the counts the commit does not state and
+        # the preview come from it, without Spark, when this process reads the lake's files.
+        files, file_rows = version_files_here(session, self.lake, target.path, result.version)
         # A batch's rows per partition (from the checksum, else one grouped query), whose
         # sum is also the slice's count.
         partition_counts = (
@@ -346,6 +342,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             key=target.key,
             descriptions=(context.definition_metadata or {}).get(COLUMN_DESCRIPTIONS_KEY),
             file_rows=file_rows,
+            files=files,
         )
         _, instance = output_run(context) or (None, None)
         metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))

@@ -15,7 +15,10 @@ Building it costs no full-table Spark action after the write:
   statistics) as ``dagster/row_count``, Dagster's conventions;
 - the schema is the Delta table's, as of the version, from the log (no Spark job);
 - the preview is the first rows of the slice in a stable order (the key, else the first
-  columns): a top-10 of the slice (one scan of the slice's files, never of other partitions).
+  columns): read with PyArrow from the files the version's checksum lists, in this
+  process, when the slice is small plain Parquet (:mod:`assetlake_dagster.lake.arrow_preview`,
+  no Spark job); otherwise a top-10 of the slice by Spark (one scan of the slice's files,
+  never of other partitions).
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from typing import TYPE_CHECKING, Any, Optional
 import dagster as dg
 
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake.arrow_preview import preview_rows
 from assetlake_dagster.lake.checksum import FileRows, rows_by_partition, rows_in, version_file_rows
 from assetlake_dagster.lake.delta_sql import read
+from assetlake_dagster.lake.files import LakeFiles
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.schema_history import ColumnShape, next_schema_version
 from assetlake_dagster.spec import PARTITION_COLUMN
@@ -38,7 +43,7 @@ from assetlake_dagster.spark.session import driver_on_this_machine
 from assetlake_dagster.writes.slices import partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Row, SparkSession
     from pyspark.sql.types import StructType
 
 
@@ -89,17 +94,19 @@ def _comment(field_metadata: Mapping[str, Any]) -> Optional[str]:
     return comment if isinstance(comment, str) and comment else None
 
 
-def preview_order(df: DataFrame, key: Sequence[str] = ()) -> list[str]:
+def preview_order(schema: StructType, key: Sequence[str] = ()) -> list[str]:
     """The columns a preview is ordered by: ``_partition`` (a batch reads day by day), then
     the key, or else the first few columns Spark can order (not maps, arrays or structs).
 
     Example:
-        >>> preview_order(spark.createDataFrame([], "id INT, tags MAP<STRING,INT>, name STRING"))  # doctest: +SKIP
+        >>> from pyspark.sql.types import IntegerType, MapType, StringType, StructField, StructType
+        >>> tags = MapType(StringType(), IntegerType())
+        >>> preview_order(StructType([StructField("id", IntegerType()), StructField("tags", tags), StructField("name", StringType())]))
         ['id', 'name']
     """
     from pyspark.sql.types import AtomicType
 
-    fields = {f.name: f for f in df.schema.fields}
+    fields = {f.name: f for f in schema.fields}
     order = [PARTITION_COLUMN] if PARTITION_COLUMN in fields else []
     if key:
         return order + [c for c in key if c in fields]
@@ -124,12 +131,46 @@ def preview_cell(value: Any, width: int = PREVIEW_CELL_CHARS) -> str:
 def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS, key: Sequence[str] = ()) -> str:
     """The first ``limit`` rows of ``df`` in a stable order (:func:`preview_order`), as a
     Markdown table of every column, each cell cut to :data:`PREVIEW_CELL_CHARS`."""
-    order = preview_order(df, key)
-    rows = (df.orderBy(*order) if order else df).limit(limit).collect()
-    header = "| " + " | ".join(df.columns) + " |"
-    rule = "| " + " | ".join("---" for _ in df.columns) + " |"
+    order = preview_order(df.schema, key)
+    return markdown_table(df.columns, (df.orderBy(*order) if order else df).limit(limit).collect())
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> str:
+    """``rows`` under a header of ``columns``, as a Markdown table (:func:`preview_cell`).
+
+    Example:
+        >>> print(markdown_table(["id", "note"], [(1, "a|b"), (2, None)]))
+        | id | note |
+        | --- | --- |
+        | 1 | a\\|b |
+        | 2 | NULL |
+    """
+    header = "| " + " | ".join(columns) + " |"
+    rule = "| " + " | ".join("---" for _ in columns) + " |"
     body = ["| " + " | ".join(preview_cell(v) for v in row) + " |" for row in rows]
     return "\n".join([header, rule, *body])
+
+
+def slice_preview(
+    table: DataFrame,
+    key: Sequence[str] = (),
+    partitions: Sequence[str] = (),
+    files: Optional[LakeFiles] = None,
+    path: str = "",
+    file_rows: Optional[Sequence[FileRows]] = None,
+    limit: int = PREVIEW_ROWS,
+) -> str:
+    """The slice's preview (:func:`markdown_preview`): from the version's files with PyArrow
+    when this process reads them (``files``) and the checksum lists them (``file_rows``),
+    and they allow it (:func:`~assetlake_dagster.lake.arrow_preview.preview_rows`); else
+    from ``table`` (the slice, lazily) by Spark. Both render the same rows alike.
+    """
+    if files is not None and file_rows is not None:
+        schema = table.schema
+        rows = preview_rows(files, path, file_rows, schema, preview_order(schema, key), limit, partitions, PARTITION_COLUMN)
+        if rows is not None:
+            return markdown_table(schema.names, rows)
+    return markdown_preview(table, limit, key)
 
 
 def slice_table(
@@ -171,22 +212,6 @@ def committed_row_count(strategy: str, result: WriteResult) -> Optional[int]:
     if strategy == WriteStrategy.REPLACE.value or result.version == 0:
         return int(rows)
     return None
-
-
-def counts_need_the_table(strategy: str, result: WriteResult, partitions: Sequence[str] = ()) -> bool:
-    """Whether some row count of this write is not stated by its commit and must be read:
-    the slice's (:func:`committed_row_count`), a batch's per partition, or, beside a
-    partition's, the whole table's after its first commit.
-
-    Example:
-        >>> counts_need_the_table("replace", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"}))
-        False
-        >>> counts_need_the_table("replace", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"}), ["d1"])
-        True
-    """
-    if len(partitions) > 1 or committed_row_count(strategy, result) is None:
-        return True
-    return bool(partitions) and committed_table_row_count(strategy, result) is None
 
 
 def committed_table_row_count(strategy: str, result: WriteResult) -> Optional[int]:
@@ -286,6 +311,7 @@ def materialization_metadata(
     key: Sequence[str] = (),
     descriptions: Optional[Mapping[str, str]] = None,
     file_rows: Optional[Sequence[FileRows]] = None,
+    files: Optional[LakeFiles] = None,
 ) -> dict[str, Any]:
     """Everything one managed write records on its Dagster materialization.
 
@@ -295,8 +321,10 @@ def materialization_metadata(
     when already counted (:func:`partition_row_counts`), so that the slice is not counted
     again. ``descriptions``: column descriptions for ``dagster/column_schema``.
     ``file_rows``: the version's data files and rows from its checksum, when this process
-    read it (:func:`~assetlake_dagster.lake.checksum.version_file_rows`). See the
-    module docstring for what each value costs.
+    read it (:func:`~assetlake_dagster.lake.checksum.version_file_rows`), and ``files``
+    the lake's files as this process reads them (:func:`version_files_here`): with both, the
+    preview is read without Spark when it can be. See the module docstring for what each
+    value costs.
     """
     table = slice_table(spark, path, result.version, partitions)
     metadata: dict[str, Any] = {
@@ -312,7 +340,7 @@ def materialization_metadata(
         "delta/operation_metrics": dg.MetadataValue.json(dict(result.operation_metrics)),
         "assetlake/rows_written": dg.MetadataValue.int(result.rows_written),
         ROW_CHANGES_KEY: _row_changes(strategy, result),
-        "assetlake/preview": dg.MetadataValue.md(markdown_preview(table, key=key)),
+        "assetlake/preview": dg.MetadataValue.md(slice_preview(table, key, partitions, files, path, file_rows)),
     }
     return {k: v for k, v in metadata.items() if v is not None}
 
@@ -379,23 +407,24 @@ def json_metadata_value(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def version_file_rows_here(
+def version_files_here(
     session: SparkSession, lake: Lake, path: str, version: Optional[int]
-) -> Optional[list[FileRows]]:
-    """The version's data files and rows from its checksum file, read by this process (no
-    Spark job), when it reads the same files as the driver: an object-store lake, or a local
-    one with the driver on this machine. ``None`` otherwise, or when the checksum cannot
-    answer: the counts then come from Spark (see :mod:`assetlake_dagster.lake.checksum`).
+) -> tuple[Optional[LakeFiles], Optional[list[FileRows]]]:
+    """The lake's files and the version's data files (with their rows, from its checksum),
+    read by this process (no Spark job), when it reads the same files as the driver: an
+    object-store lake, or a local one with the driver on this machine. ``(None, None)``
+    otherwise, and ``(files, None)`` when the checksum cannot answer: the counts and the
+    preview then come from Spark (see :mod:`assetlake_dagster.lake.checksum`).
 
     Example:
-        >>> files = version_file_rows_here(spark, Lake("/data/lake"), "/data/lake/s/t", 3)  # doctest: +SKIP
-        >>> sum(f.rows for f in files)  # doctest: +SKIP
+        >>> files, file_rows = version_files_here(spark, Lake("/data/lake"), "/data/lake/s/t", 3)  # doctest: +SKIP
+        >>> sum(f.rows for f in file_rows)  # doctest: +SKIP
         42
     """
-    if version is None or (not lake.is_url and not driver_on_this_machine(session)):
-        return None
+    if not lake.is_url and not driver_on_this_machine(session):
+        return None, None
     try:
         files = lake.files
-    except ConfigError:  # a store PyArrow cannot reach from here: Spark counts
-        return None
-    return version_file_rows(files, path, version)
+    except ConfigError:  # a store PyArrow cannot reach from here: Spark reads
+        return None, None
+    return files, version_file_rows(files, path, version) if version is not None else None

@@ -18,7 +18,7 @@ from assetlake_dagster.defer import deferred_inputs, deferred_metadata, sql_asse
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
-from assetlake_dagster.materialization import materialization_metadata, version_file_rows_here
+from assetlake_dagster.materialization import version_files_here, materialization_metadata
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import local_checkpoint
@@ -134,8 +134,10 @@ def _run_manual(
         register_table(spark, lake, spec.uri)
         path = lake.table_path(spec.uri)
         result = WriteResult(committed=True, version=current_version(spark, path), operation="manual")
-        file_rows = version_file_rows_here(spark, lake, path, result.version)
-        metadata.update(materialization_metadata(spark, spec.uri, path, "manual", result, file_rows=file_rows))
+        files, file_rows = version_files_here(spark, lake, path, result.version)
+        metadata.update(
+            materialization_metadata(spark, spec.uri, path, "manual", result, file_rows=file_rows, files=files)
+        )
         # The script wrote by itself: we cannot tell whether this run committed.
         for key in ("delta/committed", "assetlake/rows_written", "delta/operation_metrics"):
             metadata.pop(key, None)

@@ -30,13 +30,32 @@ from typing import Any, Optional
 from assetlake_dagster.lake.files import LOG_FOLDER, LakeFiles
 
 
+#: Reader features that leave a data file without a deletion vector readable as plain
+#: Parquet (``PROTOCOL.md``): anything else (column mapping, type widening, variants...)
+#: makes the files need Delta's reader.
+PLAIN_READER_FEATURES = frozenset({"deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
+
+
 @dataclass(frozen=True)
 class FileRows:
-    """One data file of a version: its partition values (strings, as the log holds them)
-    and its live rows (``numRecords`` less the rows its deletion vector removes)."""
+    """One data file of a version.
+
+    Attributes:
+        partition_values: the file's partition values (strings, as the log holds them).
+        rows: its live rows (``numRecords`` less the rows its deletion vector removes).
+        path: the file as the log names it (relative to the table, URL-encoded).
+        size: its bytes.
+        plain: whether its rows are its Parquet rows as written (no deletion vector, and
+            the table uses no reader feature that changes what a column means, such as
+            column mapping): a reader without Delta may then read it
+            (:mod:`assetlake_dagster.lake.arrow_preview`).
+    """
 
     partition_values: Mapping[str, Optional[str]]
     rows: int
+    path: str = ""
+    size: int = 0
+    plain: bool = False
 
 
 def checksum_path(files: LakeFiles, table_path: str, version: int) -> str:
@@ -72,7 +91,7 @@ def parse_checksum(checksum: Any) -> Optional[list[FileRows]]:
         >>> add = {"path": "a.parquet", "size": 10, "partitionValues": {}, "stats": '{"numRecords": 5}',
         ...        "deletionVector": {"cardinality": 2}}
         >>> parse_checksum({"numFiles": 1, "tableSizeBytes": 10, "allFiles": [add]})
-        [FileRows(partition_values={}, rows=3)]
+        [FileRows(partition_values={}, rows=3, path='a.parquet', size=10, plain=False)]
         >>> parse_checksum({"numFiles": 2, "tableSizeBytes": 10, "allFiles": [add]}) is None
         True
     """
@@ -81,9 +100,10 @@ def parse_checksum(checksum: Any) -> Optional[list[FileRows]]:
     adds = checksum.get("allFiles")
     if not isinstance(adds, list) or checksum.get("numFiles") != len(adds):
         return None
+    plain_table = _plain_table(checksum)
     found, size = [], 0
     for add in adds:
-        file = _file_rows(add)
+        file = _file_rows(add, plain_table)
         if file is None:
             return None
         found.append(file)
@@ -91,7 +111,23 @@ def parse_checksum(checksum: Any) -> Optional[list[FileRows]]:
     return found if checksum.get("tableSizeBytes") == size else None
 
 
-def _file_rows(add: Any) -> Optional[FileRows]:
+def _plain_table(checksum: dict) -> bool:
+    """Whether the version's metadata and protocol leave its files plain Parquet: no column
+    mapping and no reader feature outside :data:`PLAIN_READER_FEATURES`."""
+    metadata, protocol = checksum.get("metadata"), checksum.get("protocol")
+    if not isinstance(metadata, dict) or not isinstance(protocol, dict):
+        return False
+    configuration = metadata.get("configuration") or {}
+    features = protocol.get("readerFeatures") or []
+    return (
+        isinstance(configuration, dict)
+        and configuration.get("delta.columnMapping.mode", "none") == "none"
+        and isinstance(features, list)
+        and set(features) <= PLAIN_READER_FEATURES
+    )
+
+
+def _file_rows(add: Any, plain_table: bool = False) -> Optional[FileRows]:
     if not isinstance(add, dict) or not _is_count(add.get("size")):
         return None
     try:
@@ -104,9 +140,12 @@ def _file_rows(add: Any) -> Optional[FileRows]:
     if deletion_vector is not None:
         deleted = deletion_vector.get("cardinality") if isinstance(deletion_vector, dict) else None
     values = add.get("partitionValues", {})
+    path = add.get("path")
     if not _is_count(records) or not _is_count(deleted) or deleted > records or not isinstance(values, dict):
         return None
-    return FileRows(values, records - deleted)
+    if not isinstance(path, str):
+        return None
+    return FileRows(values, records - deleted, path, add["size"], plain_table and deletion_vector is None)
 
 
 def _is_count(value: Any) -> bool:

@@ -102,7 +102,11 @@ class LakeFiles(ABC):
 
     @abstractmethod
     def parquet_file(self, path: str) -> pyarrow.parquet.ParquetFile:
-        """A Parquet file opened for reading (column chunks are fetched as they are read)."""
+        """A Parquet file opened for reading (column chunks are fetched as they are read).
+
+        INT96 timestamps (Spark's default encoding) read at microseconds, Spark's precision,
+        so that years past 2262 (``9999-12-31`` as "no end") do not overflow nanoseconds.
+        """
 
     def has_delta_log(self, table_path: str) -> bool:
         """Whether the table at ``table_path`` has a ``_delta_log`` (no commit needed in it).
@@ -139,7 +143,7 @@ class LocalFiles(LakeFiles):
     def parquet_file(self, path: str) -> pyarrow.parquet.ParquetFile:
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
 
 
 class StoreFiles(LakeFiles):
@@ -198,7 +202,7 @@ class StoreFiles(LakeFiles):
 
         # A random-access file: only the footer and the columns read are fetched (ranged
         # GETs), not a checkpoint of a big table whole.
-        return pq.ParquetFile(self.filesystem.open_input_file(store_path(path)))
+        return pq.ParquetFile(self.filesystem.open_input_file(store_path(path)), coerce_int96_timestamp_unit="us")
 
 
 def store_path(url: str) -> str:

@@ -27,7 +27,7 @@ from assetlake_dagster.materialization import (
     slice_row_count,
     slice_table,
     table_row_count,
-    version_file_rows_here,
+    version_files_here,
 )
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
@@ -58,12 +58,16 @@ def write(spark, lake_root, strategy, rows, run_id, key=(), partitions=(), schem
     return strategy_for(kind).write(spark, spark.createDataFrame(rows, schema), target)
 
 
-def metadata(spark, lake_root, strategy, result, partitions=()):
-    """What the IO manager records: the output's metadata and a batch's per-partition counts."""
+def metadata(spark, lake_root, strategy, result, partitions=(), checksum_files=True):
+    """What the IO manager records: the output's metadata and a batch's per-partition counts,
+    with the version's checksum read as the IO manager reads it (``checksum_files``), or
+    with every count and the preview left to Spark."""
     path = f"{lake_root}/s/t"
-    counts = partition_row_counts(spark, path, result, partitions) if len(partitions) > 1 else None
+    files, file_rows = version_files_here(spark, Lake(lake_root), path, result.version) if checksum_files else (None, None)
+    counts = partition_row_counts(spark, path, result, partitions, file_rows) if len(partitions) > 1 else None
     md = materialization_metadata(
-        spark, TableUri("s", "t"), path, strategy, result, partitions, partition_counts=counts
+        spark, TableUri("s", "t"), path, strategy, result, partitions, partition_counts=counts,
+        file_rows=file_rows, files=files,
     )
     return md, counts
 
@@ -101,6 +105,11 @@ def check(spark, lake_root, strategy, result, expected_rows, columns, partitions
         assert counts == per_partition
         assert counts == {p: Counter(r[PARTITION_COLUMN] for r in rows)[p] for p in partitions}
     check_checksum(spark, lake_root, result.version, rows, partitions)
+    # Spark's counts and preview, as when this process cannot read the lake's files, agree.
+    by_spark, spark_counts = metadata(spark, lake_root, strategy, result, partitions, checksum_files=False)
+    for name in ("dagster/row_count", "dagster/partition_row_count", "assetlake/preview"):
+        assert (name in by_spark and by_spark[name].value) == (name in md and md[name].value), name
+    assert spark_counts == counts
     return md
 
 
@@ -333,7 +342,7 @@ def test_the_io_managers_counts_after_a_merge_run_no_spark_job(spark, lake_root)
         value = count()
         return value, max(tracker.getJobIdsForGroup(None) or [-1]) - before
 
-    files = version_file_rows_here(spark, Lake(lake_root), path, merged.version)
+    _, files = version_files_here(spark, Lake(lake_root), path, merged.version)
     assert jobs_run(lambda: slice_row_count(spark, path, "merge", merged, file_rows=files)) == (4, 0)
     assert jobs_run(lambda: table_row_count(spark, path, "merge", merged, file_rows=files)) == (4, 0)
     # Without the checksum, Delta rebuilds the version's state with Spark jobs to count.

@@ -7,7 +7,7 @@ import pytest
 from assetlake_dagster.lake.checksum import FileRows, parse_checksum, rows_by_partition, rows_in, version_file_rows
 from assetlake_dagster.lake.files import LocalFiles
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.materialization import counts_need_the_table, slice_row_count, table_row_count, version_file_rows_here
+from assetlake_dagster.materialization import version_files_here
 from assetlake_dagster.spark.session import driver_on_this_machine
 from assetlake_dagster.writes import WriteResult
 
@@ -29,9 +29,14 @@ def crc(*adds, **overrides):
     return {"numFiles": len(adds), "tableSizeBytes": size, "allFiles": list(adds), **overrides}
 
 
+def counted(files):
+    """The partition values and live rows of each file (what the counts use)."""
+    return None if files is None else [(f.partition_values, f.rows) for f in files]
+
+
 def test_each_files_records_less_its_deleted_rows():
     files = parse_checksum(crc(add(5, partition="d1"), add(4, partition="d2", deleted=3), add(2, partition="d2")))
-    assert files == [FileRows({"_partition": "d1"}, 5), FileRows({"_partition": "d2"}, 1), FileRows({"_partition": "d2"}, 2)]
+    assert counted(files) == [({"_partition": "d1"}, 5), ({"_partition": "d2"}, 1), ({"_partition": "d2"}, 2)]
     assert rows_in(files) == 8
     assert rows_in(files, "_partition", ["d2"]) == 3
     assert rows_by_partition(files, "_partition", ["d1", "d2", "d3"]) == {"d1": 5, "d2": 3, "d3": 0}
@@ -63,6 +68,33 @@ def test_a_checksum_that_cannot_say_exactly_says_nothing(checksum):
     assert parse_checksum(checksum) is None
 
 
+PLAIN = {"metadata": {"configuration": {}}, "protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+
+
+def test_files_are_plain_parquet_only_without_deletion_vectors_or_reader_features():
+    files = parse_checksum(crc(add(5), add(4, deleted=1), **PLAIN))
+    assert [(f.path, f.size, f.plain) for f in files] == [("part-5-None.parquet", 100, True), ("part-4-None.parquet", 100, False)]
+    features = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors", "timestampNtz"]}
+    assert parse_checksum(crc(add(5), metadata={"configuration": {}}, protocol=features))[0].plain
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({}, id="no metadata or protocol in the checksum"),
+        pytest.param({**PLAIN, "metadata": {"configuration": {"delta.columnMapping.mode": "name"}}}, id="column mapping"),
+        pytest.param({**PLAIN, "protocol": {"readerFeatures": ["typeWidening"]}}, id="another reader feature"),
+    ],
+)
+def test_a_table_that_needs_deltas_reader_has_no_plain_files(overrides):
+    (file,) = parse_checksum(crc(add(5), **overrides))
+    assert file.rows == 5 and not file.plain
+
+
+def test_a_file_without_a_path_says_nothing():
+    assert parse_checksum(crc({**add(5), "path": None})) is None
+
+
 def test_a_column_that_is_not_every_files_partition_column_says_nothing():
     clustered = [FileRows({}, 5), FileRows({"_partition": "d1"}, 2)]
     assert rows_in(clustered, "_partition", ["d1"]) is None
@@ -77,7 +109,7 @@ def test_a_missing_or_damaged_checksum_file_says_nothing(tmp_path):
     (log / "00000000000000000000.crc").write_text('{"numFiles": 1, "allFi')
     assert version_file_rows(LocalFiles(), str(tmp_path / "t"), 0) is None
     (log / "00000000000000000001.crc").write_text(json.dumps(crc(add(7))))
-    assert version_file_rows(LocalFiles(), str(tmp_path / "t"), 1) == [FileRows({}, 7)]
+    assert counted(version_file_rows(LocalFiles(), str(tmp_path / "t"), 1)) == [({}, 7)]
 
 
 class _Client:
@@ -105,39 +137,8 @@ def test_a_local_lake_is_read_here_only_when_the_driver_is_on_this_machine(tmp_p
     log.mkdir(parents=True)
     (log / "00000000000000000000.crc").write_text(json.dumps(crc(add(7))))
     lake, path = Lake(str(tmp_path)), str(tmp_path / "s" / "t")
-    assert version_file_rows_here(_connect_session("localhost"), lake, path, 0) == [FileRows({}, 7)]
+    files, file_rows = version_files_here(_connect_session("localhost"), lake, path, 0)
+    assert files.is_local and counted(file_rows) == [({}, 7)]
     # Another host's /same/path may hold other files: its Spark counts instead.
-    assert version_file_rows_here(_connect_session("spark.example.com"), lake, path, 0) is None
-    assert version_file_rows_here(object(), lake, path, None) is None  # no version: nothing to read
-
-
-STATED = {"numOutputRows": "7"}
-
-
-@pytest.mark.parametrize(
-    "strategy, result, partitions",
-    [
-        ("replace", WriteResult(True, 4, "WRITE", STATED), ()),
-        ("replace", WriteResult(True, 4, "WRITE", STATED), ("d1",)),
-        ("replace", WriteResult(True, 0, "WRITE", STATED), ("d1",)),
-        ("replace", WriteResult(True, 0, "WRITE", STATED), ("d1", "d2")),
-        ("append", WriteResult(True, 0, "WRITE", STATED), ()),
-        ("append", WriteResult(True, 3, "WRITE", STATED), ()),
-        ("merge", WriteResult(False, 3, None), ()),
-        ("manual", WriteResult(True, 2, "manual"), ()),
-    ],
-)
-def test_the_checksum_is_read_exactly_when_the_commit_does_not_state_a_count(strategy, result, partitions):
-    def count_without_spark():
-        # No session: a count the commit does not state fails on it.
-        slice_row_count(None, "/lake/s/t", strategy, result, partitions)
-        if partitions:
-            table_row_count(None, "/lake/s/t", strategy, result)
-
-    try:
-        count_without_spark()
-        counted = False
-    except AttributeError:
-        counted = True
-    batch = len(partitions) > 1  # a batch's per-partition counts always read the table
-    assert counts_need_the_table(strategy, result, partitions) == (counted or batch)
+    assert version_files_here(_connect_session("spark.example.com"), lake, path, 0) == (None, None)
+    assert version_files_here(object(), lake, path, None)[1] is None  # no version: nothing to read
