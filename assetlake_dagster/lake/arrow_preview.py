@@ -9,7 +9,8 @@ so for a small slice of plain Parquet files this module reads those files with P
 the run's own process, sorts them as Spark's ``orderBy`` does (nulls first) and turns the
 first rows into PySpark ``Row`` objects with PySpark's own Arrow conversion, the one a Spark
 Connect ``collect`` uses: the preview renders the same either way
-(``spark/test_arrow_preview.py`` checks every type).
+(``spark/test_arrow_preview.py`` checks every type). Rows that tie on every ordering column
+(no key, equal leading columns) come in the files' order here; Spark leaves their order open.
 
 It answers ``None``, and Spark previews, whenever it cannot be exactly right: a file with a
 deletion vector, a table with column mapping or another reader feature, a slice larger than
