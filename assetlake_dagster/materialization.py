@@ -101,7 +101,8 @@ def preview_order(schema: StructType, key: Sequence[str] = ()) -> list[str]:
     Example:
         >>> from pyspark.sql.types import IntegerType, MapType, StringType, StructField, StructType
         >>> tags = MapType(StringType(), IntegerType())
-        >>> preview_order(StructType([StructField("id", IntegerType()), StructField("tags", tags), StructField("name", StringType())]))
+        >>> fields = [StructField("id", IntegerType()), StructField("tags", tags), StructField("name", StringType())]
+        >>> preview_order(StructType(fields))
         ['id', 'name']
     """
     from pyspark.sql.types import AtomicType
@@ -132,7 +133,25 @@ def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS, key: Sequence[str
     """The first ``limit`` rows of ``df`` in a stable order (:func:`preview_order`), as a
     Markdown table of every column, each cell cut to :data:`PREVIEW_CELL_CHARS`."""
     order = preview_order(df.schema, key)
-    return markdown_table(df.columns, (df.orderBy(*order) if order else df).limit(limit).collect())
+    first = (df.orderBy(*order) if order else df).limit(limit)
+    try:
+        rows = first.collect()
+    except (ValueError, OverflowError):
+        # A timestamp whose local time falls outside years 1-9999 has no Python datetime
+        # (PySpark's collect raises): Spark renders the timestamps as text instead.
+        rows = _timestamps_as_text(first).collect()
+    return markdown_table(df.columns, rows)
+
+
+def _timestamps_as_text(df: DataFrame) -> DataFrame:
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
+    timestamp = (TimestampType, TimestampNTZType)
+    columns = [
+        df[f.name].cast("string").alias(f.name) if isinstance(f.dataType, timestamp) else df[f.name]
+        for f in df.schema.fields
+    ]
+    return df.select(*columns)
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> str:
@@ -167,7 +186,8 @@ def slice_preview(
     """
     if files is not None and file_rows is not None:
         schema = table.schema
-        rows = preview_rows(files, path, file_rows, schema, preview_order(schema, key), limit, partitions, PARTITION_COLUMN)
+        order = preview_order(schema, key)
+        rows = preview_rows(files, path, file_rows, schema, order, limit, partitions, PARTITION_COLUMN)
         if rows is not None:
             return markdown_table(schema.names, rows)
     return markdown_preview(table, limit, key)

@@ -42,11 +42,10 @@ AS t(id, tiny, small, big, f, d, dec, s, flag, day, ts, ntz, bin, arr, m, st)
 """
 
 
-@pytest.fixture
-def new_york():
-    """Python's local time zone west of UTC: both previews turn instants into local time."""
+def local_time_zone(zone):
+    """Python's local time zone set to ``zone`` while the test runs."""
     before = os.environ.get("TZ")
-    os.environ["TZ"] = "America/New_York"
+    os.environ["TZ"] = zone
     time.tzset()
     yield
     if before is None:
@@ -54,6 +53,18 @@ def new_york():
     else:
         os.environ["TZ"] = before
     time.tzset()
+
+
+@pytest.fixture
+def new_york():
+    """Python's local time zone west of UTC: both previews turn instants into local time."""
+    yield from local_time_zone("America/New_York")
+
+
+@pytest.fixture
+def tokyo():
+    """East of UTC: the last instant of year 9999 is in year 10000 there."""
+    yield from local_time_zone("Asia/Tokyo")
 
 
 def spark_jobs(spark):
@@ -141,3 +152,18 @@ def test_what_plain_parquet_cannot_say_is_left_to_spark(spark, lake_root):
     assert markdown_preview(read(spark, deleted, 1)).splitlines()[2:4] == ["| 5 | 10 |", "| 6 | 12 |"]
     assert markdown_preview(read(spark, mapped, 3)).splitlines()[2:] == ["| 1 | a |", "| 2 | b |", "| 3 | c |"]
     assert markdown_preview(read(spark, nan, 0)).splitlines()[2:] == ["| 1.0 | 2 |", "| nan | 1 |"]
+
+
+def test_a_timestamp_past_year_9999_in_local_time_is_previewed_not_a_failed_run(spark, lake_root, tokyo):
+    """Python's datetime ends at year 9999: PySpark's collect raised for this cell (ValueError),
+    failing the run after its commit. Spark renders the slice's timestamps as text instead."""
+    path = f"{lake_root}/s/far"
+    far = "SELECT * FROM VALUES (2, TIMESTAMP'9999-12-31 23:59:59'), (1, TIMESTAMP'2024-01-01 00:00:00') AS t(id, valid_to)"
+    spark.sql(far).write.format("delta").save(path)
+    table = read(spark, path, 0)
+    files, file_rows = version_files_here(spark, Lake(lake_root), path, 0)
+    assert preview_rows(files, path, file_rows, table.schema, ["id"], PREVIEW_ROWS) is None
+    preview = slice_preview(table, ("id",), (), files, path, file_rows)
+    assert preview == markdown_preview(table, key=("id",))
+    # In the session's time zone (UTC, assetlake's default), as Spark casts them to text.
+    assert preview.splitlines()[2:] == ["| 1 | 2024-01-01 00:00:00 |", "| 2 | 9999-12-31 23:59:59 |"]
