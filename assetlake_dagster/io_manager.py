@@ -25,10 +25,10 @@ from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.materialization import (
-    version_files_here,
     materialization_metadata,
     partition_row_counts,
     schema_version_metadata,
+    version_files_here,
 )
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import (

@@ -82,7 +82,7 @@ def preview_rows(
     try:
         table = _read_slice(files, table_path, file_rows, schema)
         return _first_rows(table, schema, order, limit)
-    # ArithmeticError: a timestamp whose local time falls past year 9999 (Spark fails the same).
+    # ArithmeticError: a timestamp whose local time falls past year 9999 (Spark shows it as text).
     except (_CannotPreview, pa.ArrowException, OSError, ValueError, TypeError, ArithmeticError):
         return None
 
