@@ -187,7 +187,7 @@ def slice_preview(
     if files is not None and file_rows is not None:
         schema = table.schema
         order = preview_order(schema, key)
-        rows = preview_rows(files, path, file_rows, schema, order, limit, partitions, PARTITION_COLUMN)
+        rows = preview_rows(files, path, file_rows, schema, order, limit, partitions)
         if rows is not None:
             return markdown_table(schema.names, rows)
     return markdown_preview(table, limit, key)

@@ -18,7 +18,7 @@ from assetlake_dagster.defer import deferred_inputs, deferred_metadata, sql_asse
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
-from assetlake_dagster.materialization import version_files_here, materialization_metadata
+from assetlake_dagster.materialization import materialization_metadata, version_files_here
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import local_checkpoint

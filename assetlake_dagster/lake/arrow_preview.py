@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 from urllib.parse import unquote, urlsplit
 
-from assetlake_dagster.lake.checksum import FileRows
+from assetlake_dagster.lake.checksum import FileRows, slice_files
 from assetlake_dagster.lake.files import LakeFiles
+from assetlake_dagster.spec.names import PARTITION_COLUMN
 
 if TYPE_CHECKING:  # PyArrow and PySpark load when a preview is made
     import pyarrow as pa
@@ -55,7 +56,7 @@ def preview_rows(
     order: Sequence[str],
     limit: int,
     partitions: Sequence[str] = (),
-    partition_column: str = "_partition",
+    partition_column: str = PARTITION_COLUMN,
 ) -> Optional[list[Row]]:
     """The first ``limit`` rows of the slice ordered by ``order`` (ascending, nulls first),
     read from the version's files, or ``None`` when Spark must read them.
@@ -71,10 +72,9 @@ def preview_rows(
         partition_column: the column the slice is taken on.
     """
     if partitions:
-        if any(partition_column not in f.partition_values for f in file_rows):
+        file_rows = slice_files(file_rows, partition_column, partitions)
+        if file_rows is None:
             return None  # not a partition column of every file: a filter on data (Spark's)
-        wanted = set(partitions)
-        file_rows = [f for f in file_rows if f.partition_values[partition_column] in wanted]
     if not all(f.plain and f.path for f in file_rows) or sum(f.size for f in file_rows) > MAX_PREVIEW_BYTES:
         return None
     import pyarrow as pa

@@ -165,11 +165,19 @@ def rows_in(files: Sequence[FileRows], column: Optional[str] = None, values: Seq
 def rows_by_partition(files: Sequence[FileRows], column: str, values: Sequence[str]) -> Optional[dict[str, int]]:
     """Rows per value of the partition ``column`` for each of ``values`` (0 for a value
     without files); ``None`` as for :func:`rows_in`."""
-    if any(column not in f.partition_values for f in files):
+    sliced = slice_files(files, column, values)
+    if sliced is None:
         return None
     counts = dict.fromkeys(values, 0)
-    for f in files:
-        value = f.partition_values[column]
-        if value in counts:
-            counts[value] += f.rows
+    for f in sliced:
+        counts[f.partition_values[column]] += f.rows
     return counts
+
+
+def slice_files(files: Sequence[FileRows], column: str, values: Sequence[str]) -> Optional[list[FileRows]]:
+    """The files whose partition ``column`` holds one of ``values``; ``None`` as for
+    :func:`rows_in` (the files cannot say which rows are in the slice)."""
+    if any(column not in f.partition_values for f in files):
+        return None
+    wanted = set(values)
+    return [f for f in files if f.partition_values[column] in wanted]
