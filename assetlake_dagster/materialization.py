@@ -44,7 +44,7 @@ from assetlake_dagster.writes.slices import partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame, Row, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructType
 
 
 PREVIEW_ROWS = 10
@@ -144,14 +144,27 @@ def markdown_preview(df: DataFrame, limit: int = PREVIEW_ROWS, key: Sequence[str
 
 
 def _timestamps_as_text(df: DataFrame) -> DataFrame:
-    from pyspark.sql.types import TimestampNTZType, TimestampType
-
-    timestamp = (TimestampType, TimestampNTZType)
+    """``df`` with every column that holds a timestamp, at any depth, cast to Spark's text."""
     columns = [
-        df[f.name].cast("string").alias(f.name) if isinstance(f.dataType, timestamp) else df[f.name]
+        df[f.name].cast("string").alias(f.name) if _holds_timestamp(f.dataType) else df[f.name]
         for f in df.schema.fields
     ]
     return df.select(*columns)
+
+
+def _holds_timestamp(data_type: DataType) -> bool:
+    """Whether ``data_type`` is a timestamp or a struct, array or map with one inside."""
+    from pyspark.sql.types import ArrayType, MapType, StructType, TimestampNTZType, TimestampType
+
+    if isinstance(data_type, (TimestampType, TimestampNTZType)):
+        return True
+    if isinstance(data_type, StructType):
+        return any(_holds_timestamp(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _holds_timestamp(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _holds_timestamp(data_type.keyType) or _holds_timestamp(data_type.valueType)
+    return False
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> str:

@@ -167,3 +167,22 @@ def test_a_timestamp_past_year_9999_in_local_time_is_previewed_not_a_failed_run(
     assert preview == markdown_preview(table, key=("id",))
     # In the session's time zone (UTC, assetlake's default), as Spark casts them to text.
     assert preview.splitlines()[2:] == ["| 1 | 2024-01-01 00:00:00 |", "| 2 | 9999-12-31 23:59:59 |"]
+
+
+def test_a_far_timestamp_inside_a_struct_or_an_array_is_previewed_too(spark, lake_root, tokyo):
+    """The same year-10000 local time nested in a struct and an array: the text fallback must
+    reach a column whose type holds a timestamp anywhere, not only a timestamp column."""
+    path = f"{lake_root}/s/far_nested"
+    far = (
+        "SELECT id, named_struct('until', ts) AS span, array(ts) AS times FROM VALUES "
+        "(2, TIMESTAMP'9999-12-31 23:59:59'), (1, TIMESTAMP'2024-01-01 00:00:00') AS t(id, ts)"
+    )
+    spark.sql(far).write.format("delta").save(path)
+    table = read(spark, path, 0)
+    files, file_rows = version_files_here(spark, Lake(lake_root), path, 0)
+    preview = slice_preview(table, ("id",), (), files, path, file_rows)
+    assert preview == markdown_preview(table, key=("id",))
+    assert preview.splitlines()[2:] == [
+        "| 1 | {2024-01-01 00:00:00} | [2024-01-01 00:00:00] |",
+        "| 2 | {9999-12-31 23:59:59} | [9999-12-31 23:59:59] |",
+    ]
