@@ -101,14 +101,13 @@ def parse_checksum(checksum: Any) -> Optional[list[FileRows]]:
     if not isinstance(adds, list) or checksum.get("numFiles") != len(adds):
         return None
     plain_table = _plain_table(checksum)
-    found, size = [], 0
+    found = []
     for add in adds:
         file = _file_rows(add, plain_table)
         if file is None:
             return None
         found.append(file)
-        size += add["size"]
-    return found if checksum.get("tableSizeBytes") == size else None
+    return found if checksum.get("tableSizeBytes") == sum(f.size for f in found) else None
 
 
 def _plain_table(checksum: dict) -> bool:
