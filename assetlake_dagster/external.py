@@ -64,7 +64,10 @@ def external_table_asset(
         # The log is read where the lake is (local disk or an object store), without Spark.
         log = DeltaLog.open(lake.table_path(uri), lake.files)
         metadata = {"delta_version": log.latest_version, **catalog_metadata(uri, log), **last_updated(log)}
-        return dg.ObserveResult(asset_key=spec.key, data_version=dg.DataVersion(str(log.latest_version)), metadata=metadata)
+        # A metadata-only commit (a property, a description) is not new data: nothing
+        # downstream runs because of it.
+        data_version = dg.DataVersion(str(log.last_data_version()))
+        return dg.ObserveResult(asset_key=spec.key, data_version=data_version, metadata=metadata)
 
     return observe
 

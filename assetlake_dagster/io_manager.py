@@ -303,7 +303,13 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         layout = LayoutSpec.from_metadata(context.definition_metadata)
         comments = TableComments.from_metadata(context.definition_metadata)
         df = with_column_comments(df, comments)
-        target = dataclasses.replace(target, cluster_by=tuple(c.name for c in layout.cluster_by))
+        # What the first commit gives the table besides its rows (writes/create.py).
+        target = dataclasses.replace(
+            target,
+            cluster_by=tuple(c.name for c in layout.cluster_by),
+            comment=comments.table,
+            properties=tuple(layout.properties),
+        )
         try:
             with new_table_properties(session, layout):
                 result = write_with_retries(write, session, df, target, context.log)

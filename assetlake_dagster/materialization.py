@@ -39,6 +39,7 @@ from assetlake_dagster.schema_history import ColumnShape, next_schema_version
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import WriteResult
+from assetlake_dagster.writes.create import CREATE_OPERATION, REPLACE_OPERATION
 from assetlake_dagster.spark.session import driver_on_this_machine
 from assetlake_dagster.writes.slices import partition_predicate
 
@@ -52,8 +53,9 @@ PREVIEW_ROWS = 10
 PREVIEW_CELL_CHARS = 40
 #: Without a key, the preview is ordered by this many leading (orderable) columns.
 PREVIEW_ORDER_COLUMNS = 3
-#: The operation of a DataFrame-writer commit, and its metric of rows written.
-WRITE_OPERATION = "WRITE"
+#: The operations of a commit that states the rows it wrote: a DataFrame writer's, and one
+#: made by ``CREATE [OR REPLACE] TABLE … AS SELECT`` (writes/create.py); their metric.
+WRITE_OPERATIONS = frozenset({"WRITE", CREATE_OPERATION, REPLACE_OPERATION})
 OUTPUT_ROWS_METRIC = "numOutputRows"
 #: The schema history of a table on its materializations (schema_history.py).
 SCHEMA_VERSION_KEY = "assetlake/schema_version"
@@ -237,7 +239,7 @@ def committed_row_count(strategy: str, result: WriteResult) -> Optional[int]:
         >>> committed_row_count("append", WriteResult(True, 4, "WRITE", {"numOutputRows": "7"})) is None
         True
     """
-    if result.operation != WRITE_OPERATION or result.version is None:
+    if result.operation not in WRITE_OPERATIONS or result.version is None:
         return None
     rows = result.operation_metrics.get(OUTPUT_ROWS_METRIC)
     if rows is None or not str(rows).isdigit():

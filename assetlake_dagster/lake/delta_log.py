@@ -323,6 +323,25 @@ class DeltaLog:
             self._raise_missing(missing)
         return [self._read(version) for version in wanted]
 
+    def last_data_version(self) -> int:
+        """The newest version whose commit changed rows (:attr:`Commit.data_changed`).
+
+        A metadata-only commit (an edited description or property, ``OPTIMIZE``) is not a
+        new version of the table's data: Dagster's data version of the table stays at the
+        commit before it. Commits are read newest first, usually just the latest. When no
+        readable commit changed rows (an empty table, or only metadata since the oldest
+        readable commit), the oldest readable version (the latest, if none is readable).
+
+        Example:
+            >>> log = DeltaLog.open("/data/lake/landing/orders")  # doctest: +SKIP
+            >>> log.latest_version, log.last_data_version()  # version 8 set a property  # doctest: +SKIP
+            (8, 7)
+        """
+        for version in range(self.latest_version, self.first_readable - 1, -1):
+            if self._read(version).data_changed:
+                return version
+        return self.first_readable if self.first_readable <= self.latest_version else self.latest_version
+
     def read_metadata(self) -> TableMetadata:
         """The table's current ``metaData`` action: its schema and partition columns.
 

@@ -196,15 +196,24 @@ def diff_table(
     with ``against_path``, from that copy of the table (another lake's, e.g. prod) at
     ``from_version`` (default: its latest) to this one at ``to_version``.
 
+    The defaults pass over commits that change no rows (:data:`METADATA_ONLY_OPERATIONS`:
+    an edited description or property, ``OPTIMIZE``): "the latest" is the newest commit that
+    changed rows, and "the one before" the one that changed rows before it.
+
     Raises:
         AssetlakeError: a table or version that does not exist; a key that is not unique.
     """
+    data_versions = _data_versions(spark, path) if to_version is None or (from_version is None and against_path is None) else []
+    if to_version is None and data_versions:
+        to_version = data_versions[0]
     after, to_version = _read_version(spark, uri, path, to_version, "Materialize it first, or check --lake-root.")
     if against_path is not None:
         before, from_version = _read_version(spark, uri, against_path, from_version, "Check --against.")
         labels = (f"{against_label} version {from_version}", f"this lake's version {to_version}")
     else:
-        from_version = to_version - 1 if from_version is None else from_version
+        if from_version is None:
+            earlier = [v for v in data_versions if v < to_version]
+            from_version = earlier[0] if earlier else to_version - 1
         if from_version >= 0:
             before, _ = _read_version(spark, uri, path, from_version, "")
             before_label = f"version {from_version}"
@@ -212,6 +221,24 @@ def diff_table(
             before, before_label = after.limit(0), "no table"
         labels = (before_label, f"version {to_version}")
     return diff_rows(before, after, key, sample, str(uri), labels)
+
+
+#: Delta operations that change no rows; a diff's default versions pass over them.
+METADATA_ONLY_OPERATIONS = frozenset({
+    "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "CHANGE COLUMN", "CHANGE COLUMNS", "RENAME COLUMN",
+    "CLUSTER BY", "OPTIMIZE", "ADD CONSTRAINT", "DROP CONSTRAINT", "UPGRADE PROTOCOL",
+    "VACUUM START", "VACUUM END",
+})
+#: How many recent commits the defaults look at.
+_DATA_VERSION_DEPTH = 100
+
+
+def _data_versions(spark: Any, path: str) -> list[int]:
+    """The recent versions of the table at ``path`` whose commit changed rows, newest first."""
+    from assetlake_dagster.lake.delta_sql import history_rows
+
+    rows = history_rows(spark, path, _DATA_VERSION_DEPTH, "version", "operation") or []
+    return [int(r["version"]) for r in rows if r["operation"] not in METADATA_ONLY_OPERATIONS]
 
 
 def _read_version(spark: Any, uri: Any, path: str, version: Optional[int], missing_hint: str) -> tuple["DataFrame", int]:

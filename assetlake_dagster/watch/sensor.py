@@ -296,7 +296,8 @@ class _Tick:
                 if change is not None and (change.commits or change.expired):
                     wanted = self._request(table, change)
                 if change is not None and change.version != MISSING_VERSION:
-                    if change.baseline or change.commits or change.expired:
+                    # A metadata-only commit (a property, a description) is not new data.
+                    if change.baseline or change.expired or any(c.data_changed for c in change.commits):
                         observation = self._observation(table, change)
             except Exception:  # noqa: BLE001 - one table's surprise must not stop the others
                 self.log.exception(
@@ -379,7 +380,7 @@ class _Tick:
             asset_key=table.key,
             description=description,
             metadata=metadata,
-            tags={DATA_VERSION_TAG: str(change.version)},
+            tags={DATA_VERSION_TAG: str(_data_version(change))},
         )
 
     # -- run requests ----------------------------------------------------------------------
@@ -498,6 +499,16 @@ def _sample(items: Sequence[str]) -> str:
 
 def _names(names: Iterable[str]) -> str:
     return ", ".join(sorted(set(names)))
+
+
+def _data_version(change: TableChange) -> int:
+    """The table's data version: its newest commit that changed rows, as "Observe" says."""
+    changed = [c.version for c in change.commits if c.data_changed]
+    if changed:
+        return changed[-1]
+    if change.baseline and change.log is not None:
+        return change.log.last_data_version()
+    return change.version
 
 
 def _commits(change: TableChange) -> str:

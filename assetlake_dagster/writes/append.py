@@ -25,6 +25,13 @@ from assetlake_dagster.writes.base import (
 )
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, first_write_cleanup, no_commit, result_from_history
 from assetlake_dagster.lake.versions import current_version
+from assetlake_dagster.writes.create import (
+    OPTIMIZE_WRITE_CONF,
+    TXN_APP_ID_CONF,
+    TXN_VERSION_CONF,
+    create_table,
+    needs_create_statement,
+)
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame, SparkSession
@@ -65,6 +72,12 @@ class AppendWrite(WriteStrategyBase):
         before = current_version(spark, target.path)
         if before is not None and df.isEmpty():
             return no_commit(before)  # Delta would commit a version that adds no rows
+        if existing is None and needs_create_statement(target):
+            settings = {TXN_APP_ID_CONF: target.stamp.txn_app_id, TXN_VERSION_CONF: str(TXN_VERSION)}
+            if target.partitioned:
+                settings[OPTIMIZE_WRITE_CONF] = "true"
+            create_table(spark, df, target, partitioned=target.partitioned, settings=settings)
+            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         writer = (
             df.write.format("delta")
             .mode("append")

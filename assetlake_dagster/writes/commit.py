@@ -118,6 +118,8 @@ class WriteTarget:
     :class:`~assetlake_dagster.spec.MaterializeSpec`). ``cluster_by`` is the table's declared
     clustering (``-- cluster_by``): a merge on a clustering key bounds its reads by key ranges. ``partitions`` are the keys of the
     slice for a partitioned table (one, or a backfill batch); empty for a whole table.
+    ``comment`` (the ``-- description``), ``properties`` (``-- properties``) and ``cluster_by``
+    are given to the table by its first commit (:mod:`~assetlake_dagster.writes.create`).
     """
 
     uri: TableUri
@@ -131,6 +133,8 @@ class WriteTarget:
     partitions: tuple[str, ...] = ()
     merge: MergeOptions = MergeOptions()
     cluster_by: tuple[str, ...] = ()
+    comment: Optional[str] = None
+    properties: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_spec(

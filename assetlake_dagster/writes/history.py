@@ -56,6 +56,7 @@ from assetlake_dagster.writes.base import (
     slice_rows,
 )
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session, table_lock
+from assetlake_dagster.writes.create import create_table, needs_create_statement
 from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.sql import (
     SOURCE_ALIAS,
@@ -412,14 +413,18 @@ class HistoryWrite(WriteStrategyBase):
                 f"CAST(NULL AS TIMESTAMP) AS {q(VALID_TO)}, true AS {q(IS_CURRENT)} FROM {view}",
                 args={RUN_TS_PARAM: run_ts},
             )
-            # mode "error" (errorifexists; the only spelling Spark Connect accepts): of two concurrent first runs, the second fails instead of
-            # appending a second set of current rows.
-            (
-                rows.write.format("delta")
-                .mode("error")
-                .option("userMetadata", target.stamp.user_metadata())
-                .save(target.path)
-            )
+            # mode "error" (errorifexists; the only spelling Spark Connect accepts) or CREATE
+            # TABLE: of two concurrent first runs, the second fails instead of appending a
+            # second set of current rows.
+            if needs_create_statement(target):
+                create_table(spark, rows, target)
+            else:
+                (
+                    rows.write.format("delta")
+                    .mode("error")
+                    .option("userMetadata", target.stamp.user_metadata())
+                    .save(target.path)
+                )
         finally:
             spark.catalog.dropTempView(view)
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))

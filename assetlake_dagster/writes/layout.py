@@ -1,20 +1,20 @@
 """A table's declared layout, applied: Delta table properties and liquid clustering.
 
-The first write creates the table with the declared Delta properties in its own commit
-(Delta's ``spark.databricks.delta.properties.defaults.*`` session settings, set only around
-that write). Delta's DataFrame writer cannot create a clustered table by path, so the
-clustering columns, a user property (without the ``delta.`` prefix) and every later change
-are applied right after the data commit by ``ALTER TABLE … CLUSTER BY`` / ``SET
-TBLPROPERTIES``: a metadata-only commit, made only when the table differs from the header.
-A line removed from the header leaves the table as it is (``ALTER TABLE … CLUSTER BY NONE``
-or ``UNSET TBLPROPERTIES`` by hand undo it).
+The first write creates the table with its whole declared layout in its one commit: the
+``delta.*`` properties through Delta's ``spark.databricks.delta.properties.defaults.*``
+session settings (set only around that write), and a description, a user property or
+clustering columns through ``CREATE TABLE … AS SELECT`` (:mod:`~assetlake_dagster.writes.create`).
+A later change of the header is applied after the run's data commit by ``ALTER TABLE …
+CLUSTER BY`` / ``SET TBLPROPERTIES``: a metadata-only commit, made only when the table
+differs from the header, which changes no rows (the watch sensor and ``assetlake diff`` pass
+over it). A line removed from the header leaves the table as it is (``ALTER TABLE … CLUSTER
+BY NONE`` or ``UNSET TBLPROPERTIES`` by hand undo it).
 
 The table's comments follow the same rule: each column's comment travels with the written
 rows (:func:`with_column_comments`, so a first write or a whole-table replace carries it in
-its data commit), and what still differs afterwards (the table's comment, which a DataFrame
-cannot carry; a changed description on a merged table) is set by ``ALTER TABLE … SET
-TBLPROPERTIES ('comment' = …)`` and ``ALTER TABLE … ALTER COLUMN … COMMENT …``, one
-metadata-only commit each, no data rewritten.
+its data commit), the table's comment is in the first commit, and what differs later (an
+edited description) is set by ``ALTER TABLE … SET TBLPROPERTIES ('comment' = …)`` and
+``ALTER TABLE … ALTER COLUMN … COMMENT …``, one metadata-only commit each, no data rewritten.
 
 Example:
     >>> from assetlake_dagster.spec import ClusterColumn, LayoutSpec
@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.lake.delta_sql import path_identifier, session_conf
+from assetlake_dagster.lake.registration import sql_string
 from assetlake_dagster.spec import LayoutSpec, TableComments, quote_identifier
 from assetlake_dagster.writes.commit import table_lock
 from assetlake_dagster.writes.retry import MAX_ATTEMPTS, is_write_conflict
@@ -135,11 +136,11 @@ def _apply(spark: SparkSession, path: str, layout: LayoutSpec, comments: TableCo
             "to": different,
         })
     if assignments:
-        listed = ", ".join(f"{_string(k)} = {_string(v)}" for k, v in assignments.items())
+        listed = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in assignments.items())
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({listed})")
     column_changes = _column_comment_changes(spark, path, comments)
     if column_changes:
-        listed = ", ".join(f"{quote_identifier(name)} COMMENT {_string(text)}" for name, (_, text) in column_changes.items())
+        listed = ", ".join(f"{quote_identifier(name)} COMMENT {sql_string(text)}" for name, (_, text) in column_changes.items())
         spark.sql(f"ALTER TABLE {table} ALTER COLUMN {listed}")
         changes.append({
             "change": "column_comments",
@@ -171,8 +172,3 @@ def _column_comment_changes(
         if wanted is not None and current != wanted:
             changes[field.name] = (current, wanted)
     return changes
-
-
-def _string(text: str) -> str:
-    """A SQL string literal (keys and values were checked at load; quotes escaped anyway)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

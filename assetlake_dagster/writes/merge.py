@@ -46,6 +46,7 @@ from assetlake_dagster.writes.base import (
     staged_scope_text,
 )
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session
+from assetlake_dagster.writes.create import create_table, needs_create_statement
 from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.slices import partition_predicate
 from assetlake_dagster.writes.sql import (
@@ -269,8 +270,11 @@ class MergeWrite(WriteStrategyBase):
         return untouched.unionByName(rows, allowMissingColumns=True), staged_scope_text(target)
 
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
-        # mode "error": a run that lost the race to create the table fails (and is retried
-        # as a MERGE) instead of appending a second copy of keys the winner wrote.
+        # mode "error" (and CREATE TABLE): a run that lost the race to create the table fails
+        # (and is retried as a MERGE) instead of appending a second copy of keys the winner wrote.
+        if needs_create_statement(target):
+            create_table(spark, staged, target, partitioned=target.partitioned)
+            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         writer = staged.write.format("delta").mode("error").option("userMetadata", target.stamp.user_metadata())
         if target.partitioned:
             writer = writer.partitionBy(PARTITION_COLUMN)

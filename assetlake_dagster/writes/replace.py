@@ -15,10 +15,12 @@ from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,
     check_columns,
+    check_rows_in_slice,
     check_schema_compatible,
     delta_schema,
 )
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, first_write_cleanup, result_from_history
+from assetlake_dagster.writes.create import OPTIMIZE_WRITE_CONF, create_table, needs_create_statement
 from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.slices import OPTIMIZED_WRITE, partition_predicate
 
@@ -66,6 +68,10 @@ class ReplaceWrite(WriteStrategyBase):
         if target.partitioned:
             return self._replace_slice(spark, df, target)
         check_columns(self, target, df.columns)
+        clustered = bool(target.cluster_by)  # an overwrite would drop the clustering (writes/create.py)
+        if clustered or (needs_create_statement(target) and delta_schema(spark, target.path) is None):
+            create_table(spark, df, target, replace=clustered)
+            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         (
             df.write.format("delta")
             .mode("overwrite")
@@ -78,6 +84,11 @@ class ReplaceWrite(WriteStrategyBase):
     def _replace_slice(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         check_columns(self, target, df.columns)
         existing = delta_schema(spark, target.path)
+        if existing is None and needs_create_statement(target):
+            # What replaceWhere enforces on a write: no row outside the slice.
+            check_rows_in_slice(self, df, target)
+            create_table(spark, df, target, partitioned=True, settings={OPTIMIZE_WRITE_CONF: "true"})
+            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         # replaceWhere cannot change the schema of the other partitions: only additive
         # columns (mergeSchema) are allowed, a dropped column is an error.
         new_columns = check_schema_compatible(self, target, df.schema, existing) if existing is not None else []

@@ -36,6 +36,9 @@ CONFLICT_MARKERS = (
     # A first write (mode "error") that found the table another run created after this
     # run checked for it: the retry sees the table and merges onto it.
     "DELTA_PATH_EXISTS",
+    # The same race lost by a first write that creates the table with CREATE TABLE … AS
+    # SELECT (writes/create.py).
+    "TABLE_OR_VIEW_ALREADY_EXISTS",
 )
 
 

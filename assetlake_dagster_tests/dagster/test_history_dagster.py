@@ -75,9 +75,9 @@ def test_history_sql_file_through_dagster(spark, lake_root):
     # run 2: ann changes tier, bob leaves (closed), cy arrives; an untracked email change
     write_source(spark, lake_root, [(1, "ann", "silver", "a@y"), (3, "cy", "gold", "c@x")])
     second = run(defs, instance)
-    # (version 1: the file's description, the table's comment, after the first write)
-    assert second["dim/customer"]["delta/version"].value == 2
-    assert delta_history(spark, dim) == [(2, "MERGE"), (1, "SET TBLPROPERTIES"), (0, "WRITE")]
+    # (the file's description, the table's comment, is in the first run's one commit)
+    assert second["dim/customer"]["delta/version"].value == 1
+    assert delta_history(spark, dim) == [(1, "MERGE"), (0, "CREATE TABLE AS SELECT")]
     assert current(spark, dim) == [(1, "ann", "silver"), (3, "cy", "gold")]
     assert spark.read.format("delta").load(dim).count() == 4
     # the downstream file read dim.customer_current in the same run
@@ -86,8 +86,8 @@ def test_history_sql_file_through_dagster(spark, lake_root):
     # run 3: unchanged snapshot (only an untracked column moves): no new version
     write_source(spark, lake_root, [(1, "ann", "silver", "a@z"), (3, "cy", "gold", "c@x")])
     third = run(defs, instance)
-    assert third["dim/customer"]["delta/version"].value == 2
-    assert delta_history(spark, dim) == [(2, "MERGE"), (1, "SET TBLPROPERTIES"), (0, "WRITE")]
+    assert third["dim/customer"]["delta/version"].value == 1
+    assert delta_history(spark, dim) == [(1, "MERGE"), (0, "CREATE TABLE AS SELECT")]
     assert tier_counts(spark, lake_root) == [("gold", 1), ("silver", 1)]
 
 

@@ -77,8 +77,8 @@ def test_a_batch_run_is_one_commit_with_a_row_count_per_partition(project, spark
     assert counts == {f"2024-01-0{d}": d for d in range(1, 6)}
     # dagster/row_count is the table's, on every partition's materialization (Dagster's conventions).
     assert {m["dagster/row_count"].value for m in materializations(result).values()} == {1 + 2 + 3 + 4 + 5}
-    # One data commit; the file's description became the table's comment right after it.
-    assert history(spark, path) == [(1, "SET TBLPROPERTIES"), (0, "WRITE")]
+    # One commit, the file's description (the table's comment) in it.
+    assert history(spark, path) == [(0, "CREATE TABLE AS SELECT")]
     assert instance.get_materialized_partitions(key("mart/daily_events")) == {f"2024-01-0{d}" for d in range(1, 6)}
     # Re-running one partition: same rows, one more commit, other partitions' files untouched.
     before_rows = sorted(tuple(r) for r in read(spark, path).collect())
@@ -86,7 +86,7 @@ def test_a_batch_run_is_one_commit_with_a_row_count_per_partition(project, spark
     run(defs, instance, [key("mart/daily_events")], partition_key="2024-01-03")
     after_files = files_by_partition(spark, path)
     assert sorted(tuple(r) for r in read(spark, path).collect()) == before_rows
-    assert history(spark, path)[0] == (2, "WRITE")  # after the comment's version 1
+    assert history(spark, path)[0] == (1, "WRITE")
     assert all(after_files[p] == before_files[p] for p in before_files if p != "2024-01-03")
     assert after_files["2024-01-03"] != before_files["2024-01-03"]
     # Time travel from SQL: a file reads the table as of its first version.
@@ -138,14 +138,14 @@ def test_backfill_runs_batches_and_a_failed_batch_does_not_stop_the_others(proje
     # batch=2 over 6 days: three runs; the one holding 2024-01-04 fails, the others land.
     assert [b for b, _ in report.succeeded] == [["2024-01-01", "2024-01-02"], ["2024-01-05", "2024-01-06"]]
     assert [b for b, _ in report.failed] == [["2024-01-03", "2024-01-04"]]
-    assert [op for _, op in history(spark, path)] == ["WRITE", "SET TBLPROPERTIES", "WRITE"]  # and the comment
+    assert [op for _, op in history(spark, path)] == ["WRITE", "CREATE TABLE AS SELECT"]  # the comment in the first
     assert {r[0] for r in read(spark, path).select(PARTITION_COLUMN).distinct().collect()} == {
         "2024-01-01", "2024-01-02", "2024-01-05", "2024-01-06"
     }
     # --missing retries only what is not materialized, and fails again without a new commit.
     again = run_backfill(defs, key("mart/bad_days"), None, None, instance=instance, missing_only=True, log=lambda line: None)
     assert [b for b, _ in again.failed] == [["2024-01-03", "2024-01-04"]] and again.succeeded == []
-    assert len(history(spark, path)) == 3
+    assert len(history(spark, path)) == 2
 
 
 def test_batches_split_at_gaps_and_size():
@@ -164,8 +164,8 @@ def test_backfill_and_restore_from_the_command_line(spark, tmp_path, monkeypatch
     assert code == 0, err
     assert "10 partitions in 2 runs" in out and "2 runs succeeded, 0 failed" in out
     path = os.path.join(lake, "mart", "daily_events")
-    # One commit per batch of 5, and the table's comment after the first.
-    assert history(spark, path) == [(2, "WRITE"), (1, "SET TBLPROPERTIES"), (0, "WRITE")]
+    # One commit per batch of 5, the table's comment in the first.
+    assert history(spark, path) == [(1, "WRITE"), (0, "CREATE TABLE AS SELECT")]
     assert read(spark, path).count() == sum(range(1, 11))
     # The runs are in DAGSTER_HOME, so the UI shows every partition as materialized.
     with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -173,7 +173,7 @@ def test_backfill_and_restore_from_the_command_line(spark, tmp_path, monkeypatch
     # Restore version 0: only the first batch's five days remain, as a new version.
     code, out, err = run_cli(capsys, "restore", "delta://mart/daily_events", "--version", "0", "--lake-root", lake)
     assert code == 0, err
-    assert "restored to its version 0 as new version 3" in out
+    assert "restored to its version 0 as new version 2" in out
     assert read(spark, path).count() == sum(range(1, 6))
     code, out, err = run_cli(capsys, "restore", "delta://mart/daily_events", "--version", "9", "--lake-root", lake)
     assert code == 1 and "version 9 is not in the table's history" in err

@@ -1,8 +1,8 @@
 """Layer 5: a SQL file's `-- description` and `-- column` descriptions written to its Delta table.
 
-Column comments travel in the data commit; the table's comment (which a DataFrame cannot
-carry) follows in one metadata-only commit; a run that declares the same text commits nothing
-for it, and an edited text is applied without rewriting a data file.
+The first run creates the table with its comment and its columns' comments in its one
+commit; a run that declares the same text commits nothing for it, and an edited text is
+applied without rewriting a data file (a metadata-only commit).
 """
 
 import dagster as dg
@@ -59,12 +59,10 @@ def test_comments_are_written_with_the_data_and_changed_without_rewriting_it(spa
     path = f"{lake_root}/docs/customers"
 
     first = materialize(project, lake_root, instance, HEADER)
-    # The column comments are in the data commit itself (version 0); the table's follows.
+    # The table's and the columns' comments are in the data commit itself (version 0).
     assert schema_at(spark, path, 0) == {"id": "The customer's key.", "name": None, "revenue": "Sum of paid orders, in EUR."}
-    assert [(v, op) for v, op, _ in history(spark, path)] == [(0, "WRITE"), (1, "SET TBLPROPERTIES")]
-    assert first["assetlake/layout_changes"].value == [
-        {"change": "comment", "from": None, "to": "Customers and what they paid.", "version": 1},
-    ]
+    assert [(v, op) for v, op, _ in history(spark, path)] == [(0, "CREATE TABLE AS SELECT")]
+    assert "assetlake/layout_changes" not in first
     # Seen by any session of the engine, through the registered name, as other tools see it.
     table, columns = described(spark.newSession(), "docs.customers")
     assert table == "Customers and what they paid."
@@ -72,7 +70,7 @@ def test_comments_are_written_with_the_data_and_changed_without_rewriting_it(spa
 
     again = materialize(project, lake_root, instance, HEADER)
     assert "assetlake/layout_changes" not in again
-    assert len(history(spark, path)) == 2  # the merge changed no row, and no comment changed
+    assert len(history(spark, path)) == 1  # the merge changed no row, and no comment changed
 
     files_before = spark.sql(f"DESCRIBE DETAIL {path_identifier(path)}").first().numFiles
     edited = HEADER.replace("Customers and what they paid.", "Every customer.").replace("in EUR", "in euros")
@@ -87,12 +85,12 @@ def test_comments_are_written_with_the_data_and_changed_without_rewriting_it(spa
     ]
     commits = history(spark, path)
     assert [(v, op) for v, op, _ in commits] == [
-        (0, "WRITE"), (1, "SET TBLPROPERTIES"), (2, "SET TBLPROPERTIES"), (3, "CHANGE COLUMNS"),
+        (0, "CREATE TABLE AS SELECT"), (1, "SET TBLPROPERTIES"), (2, "CHANGE COLUMNS"),
     ]
-    assert [c["version"] for c in changed["assetlake/layout_changes"].value] == [2, 3]
+    assert [c["version"] for c in changed["assetlake/layout_changes"].value] == [1, 2]
     # Metadata-only commits: no file added or removed.
     assert spark.sql(f"DESCRIBE DETAIL {path_identifier(path)}").first().numFiles == files_before
-    assert not any(metrics.get("numAddedFiles", "0") != "0" for _, _, metrics in commits[2:])
+    assert not any(metrics.get("numAddedFiles", "0") != "0" for _, _, metrics in commits[1:])
     assert described(spark, "docs.customers") == (
         "Every customer.",
         {"id": "The customer's key.", "name": "Display name.", "revenue": "Sum of paid orders, in euros."},
@@ -109,8 +107,8 @@ def test_a_replaced_table_keeps_its_comments_without_a_commit_for_them(spark, la
     materialize(project, lake_root, instance, HEADER, materialize_line="")
     again = materialize(project, lake_root, instance, HEADER, materialize_line="")
     assert "assetlake/layout_changes" not in again
-    assert [(v, op) for v, op, _ in history(spark, path)] == [(0, "WRITE"), (1, "SET TBLPROPERTIES"), (2, "WRITE")]
-    assert schema_at(spark, path, 2)["revenue"] == "Sum of paid orders, in EUR."
+    assert [(v, op) for v, op, _ in history(spark, path)] == [(0, "CREATE TABLE AS SELECT"), (1, "WRITE")]
+    assert schema_at(spark, path, 1)["revenue"] == "Sum of paid orders, in EUR."
     assert described(spark, "docs.customers")[0] == "Customers and what they paid."
 
 

@@ -47,18 +47,16 @@ def test_layout_is_applied_on_the_first_run_kept_and_changed_with_the_header(spa
     # The Delta property is in the data commit itself: the change feed starts at version 0.
     feed = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 0).load(path)
     assert sorted(r.id for r in feed.collect()) == [1, 2]
-    assert operations(spark, path) == [(0, "WRITE"), (1, "CLUSTER BY"), (2, "SET TBLPROPERTIES")]
+    # The whole layout is in the first run's one commit.
+    assert operations(spark, path) == [(0, "CREATE TABLE AS SELECT")]
     assert first["assetlake/layout"].value == {
         "cluster_by": ["id"], "properties": {"delta.enableChangeDataFeed": "true", "team.note": "nightly load"},
     }
-    assert first["assetlake/layout_changes"].value == [
-        {"change": "cluster_by", "from": [], "to": ["id"], "version": 1},
-        {"change": "properties", "from": {"team.note": None}, "to": {"team.note": "nightly load"}, "version": 2},
-    ]
+    assert "assetlake/layout_changes" not in first
 
     again = materialize(project, lake_root, instance, header)
     assert "assetlake/layout_changes" not in again
-    assert operations(spark, path)[-1][1] != "CLUSTER BY" and len(operations(spark, path)) == 3  # MERGE of no change: no commit
+    assert len(operations(spark, path)) == 1  # MERGE of no change, layout as declared: no commit
 
     changed = materialize(project, lake_root, instance, "-- cluster_by name, id\n-- properties delta.checkpointInterval=5")
     assert detail(spark, path)["clusteringColumns"] == ["name", "id"]
@@ -125,4 +123,5 @@ def test_a_python_asset_takes_the_same_layout(spark, lake_root):
     table = detail(spark, f"{lake_root}/py/events")
     assert (table["clusteringColumns"], table["properties"]["delta.appendOnly"]) == (["day"], "true")
     metadata = result.get_asset_materialization_events()[0].step_materialization_data.materialization.metadata
-    assert [c["change"] for c in metadata["assetlake/layout_changes"].value] == ["cluster_by"]
+    assert "assetlake/layout_changes" not in metadata  # all in the first commit
+    assert operations(spark, f"{lake_root}/py/events") == [(0, "CREATE TABLE AS SELECT")]

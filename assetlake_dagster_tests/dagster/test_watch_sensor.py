@@ -312,16 +312,33 @@ def test_partitions_outside_the_range_are_dropped_and_logged(watch):
     assert "staging.orders_3d partitions that do not exist: 2023-12-31, 2024-02-01" in tick.warnings[1]
 
 
-def test_a_commit_that_changes_no_rows_requests_nothing(watch):
+def test_a_commit_that_changes_no_rows_requests_and_records_nothing(watch):
+    """OPTIMIZE, an edited description or property: no run, and no new data version (an
+    observation would be one, and eager automation downstream would run on it)."""
     write(watch.table(), "2024-01-01")
     baseline = watch.tick()
-    DeltaTable(watch.table()).optimize.compact()
+    table = DeltaTable(watch.table())
+    table.optimize.compact()
+    table.alter.set_table_description("Orders as they land.")
+    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 60 days"})
 
     tick = watch.tick(baseline.cursor)
 
     assert tick.requests == {}
-    (observation,) = tick.data.asset_events
-    assert (observation.tags[DATA_VERSION_TAG], observation.metadata["operation"].value) == ("2", "OPTIMIZE")
+    assert tick.data.asset_events == []
+    assert cursor_of(tick) == {"delta://landing/orders": 4}
+    assert latest_data_version(watch.instance, LANDING) == "1"
+    # "Observe" agrees: the data version is the newest commit that changed rows.
+    job = watch.defs.resolve_implicit_job_def_def_for_assets([LANDING])
+    result = job.execute_in_process(instance=watch.instance, asset_selection=[LANDING])
+    (observation,) = [e.asset_observation_data.asset_observation for e in result.get_asset_observation_events()]
+    assert observation.metadata["delta_version"].value == 4
+    assert latest_data_version(watch.instance, LANDING) == "1"
+    # The next commit that changes rows is new data again.
+    write(watch.table(), "2024-01-02")
+    later = watch.tick(tick.cursor)
+    (observation,) = later.data.asset_events
+    assert observation.tags[DATA_VERSION_TAG] == "5"
 
 
 # -- missing, unreadable, expired --------------------------------------------------------------

@@ -172,16 +172,16 @@ def test_dagster_dev_runs_ui_backfills_side_by_side_and_stops_on_sigterm(tmp_pat
         keys = '["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05", "2024-01-06"]'
         launched = [_launch(port, daily, "allPartitions: true"), _launch(port, bad, f"partitionNames: {keys}")]
         assert _wait_all(port, launched) == ["COMPLETED_SUCCESS", "COMPLETED_FAILED"]
-        # Two data commits, and the file's description as the table's comment (metadata only).
+        # Two commits, one per run; the first holds the file's description (the table's comment).
         daily_commits = _history(lake / "mart" / "daily_events")
-        assert sorted(op for _, op in daily_commits) == ["SET TBLPROPERTIES", "WRITE", "WRITE"]
-        assert daily_commits[-1] == (0, "WRITE")
+        assert sorted(op for _, op in daily_commits) == ["CREATE TABLE AS SELECT", "WRITE"]
+        assert daily_commits[-1] == (0, "CREATE TABLE AS SELECT")
         assert _stats(port, daily) == {"numMaterialized": 10, "numFailed": 0, "numPartitions": 10}
         assert _stats(port, bad) == {"numMaterialized": 4, "numFailed": 2, "numPartitions": 6}
         bad_days = deltalake.DeltaTable(str(lake / "mart" / "bad_days"))
         landed = set(bad_days.to_pyarrow_table(columns=[PARTITION_COLUMN]).column(PARTITION_COLUMN).to_pylist())
         assert landed == {"2024-01-01", "2024-01-02", "2024-01-05", "2024-01-06"}
-        assert sorted(op for _, op in _history(lake / "mart" / "bad_days")) == ["SET TBLPROPERTIES", "WRITE", "WRITE"]
+        assert sorted(op for _, op in _history(lake / "mart" / "bad_days")) == ["CREATE TABLE AS SELECT", "WRITE"]
 
         services = _descendants(proc.pid)
         assert len(services) >= 3, services  # dagster dev, its webserver, daemon, a code server

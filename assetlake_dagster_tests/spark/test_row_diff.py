@@ -60,6 +60,26 @@ def test_versions_by_key_whole_rows_and_another_lake(spark, tmp_path, capsys):
     )
 
 
+def test_the_defaults_pass_over_commits_that_change_no_rows(spark, tmp_path, capsys):
+    """An edited description or column comment is a commit of its own; "the latest change"
+    is still the last commit that changed rows."""
+    lake = str(tmp_path / "lake")
+    path = os.path.join(lake, "s", "t")
+    save(spark, path, [(1, "ann", "gold"), (2, "bob", "silver")])  # version 0
+    save(spark, path, [(1, "ann", "platinum"), (2, "bob", "silver")])  # 1
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('comment' = 'Customers.')")  # 2
+    spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN tier COMMENT 'The tier.'")  # 3
+
+    code, out, _ = run_cli(capsys, "diff", "delta://s/t", "--lake-root", lake, "--key", "id")
+    assert code == 0
+    assert out.splitlines()[:3] == [
+        "delta://s/t: version 0 -> version 1, rows matched by id", "schema: unchanged", "0 added, 0 removed, 1 changed",
+    ]
+    # A version named with --to is taken as given; the one before it is the last that changed rows.
+    code, out, _ = run_cli(capsys, "diff", "delta://s/t", "--lake-root", lake, "--key", "id", "--to", "3")
+    assert out.splitlines()[0] == "delta://s/t: version 1 -> version 3, rows matched by id"
+
+
 def test_bad_requests_are_refused_clearly(spark, tmp_path, capsys):
     lake = str(tmp_path / "lake")
     path = os.path.join(lake, "s", "t")
