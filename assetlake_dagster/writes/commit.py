@@ -12,8 +12,9 @@ import os
 import re
 import shutil
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -363,6 +364,14 @@ def first_write_cleanup(spark: SparkSession, path: str) -> Iterator[None]:
     folder unless it holds a commit. A lost engine is left alone (its server may still be
     writing), and so is a lake on an object store (``path`` is a URL).
 
+    A run terminated or interrupted meanwhile (Dagster's terminate raises
+    ``DagsterExecutionInterruptedError``, Ctrl-C ``KeyboardInterrupt``: neither is an
+    ``Exception``) stopped waiting, but the engine may still be writing: a Spark Connect
+    server goes on with an operation whose client left. The write's operations (tagged) are
+    interrupted first, and the folder is left as it is: no commit lands, and the files that
+    were being added are never deleted under the engine (a later first write writes beside
+    them; Delta reads only committed files, and ``VACUUM`` removes the others).
+
     Example:
         >>> with first_write_cleanup(spark, "/lake/s/t"):  # doctest: +SKIP
         ...     df.write.format("delta").save("/lake/s/t")
@@ -372,12 +381,27 @@ def first_write_cleanup(spark: SparkSession, path: str) -> Iterator[None]:
         return
     with table_lock(spark, path):
         creating = not os.path.lexists(path)
+        tag = f"assetlake-first-write-{uuid.uuid4().hex}"
+        with suppress(Exception):  # a session without tags (a stand-in) is not interrupted
+            spark.addTag(tag)
         try:
             yield
         except BaseException as exc:
-            if creating:
+            if not isinstance(exc, Exception):
+                interrupt_tagged(spark, tag)
+            elif creating:
                 remove_uncommitted_table(path, exc)
             raise
+        finally:
+            with suppress(Exception):
+                spark.removeTag(tag)
+
+
+def interrupt_tagged(spark: SparkSession, tag: str) -> None:
+    """Interrupt the engine's operations that carry ``tag`` (best effort: a lost engine or
+    a closed session has none left to interrupt)."""
+    with suppress(Exception):
+        spark.interruptTag(tag)
 
 
 def remove_uncommitted_table(path: str, exc: Optional[BaseException] = None) -> bool:

@@ -543,6 +543,62 @@ def test_data_tests_over_spark_connect_audit_before_the_commit(remote, lake_root
     assert sorted(tuple(r) for r in rows) == GOOD_ORDERS
 
 
+def test_a_terminated_first_write_stops_the_engines_write_and_deletes_nothing(remote, lake_root):
+    """Dagster's terminate raises DagsterExecutionInterruptedError in the run's thread while
+    the server goes on writing: the write's operation is interrupted, and the folder the
+    engine was writing into is not deleted under it (that cleanup is for failed writes)."""
+    import ctypes
+    import threading
+    import time
+
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    from assetlake_dagster.writes.commit import first_write_cleanup
+
+    _, session = remote
+    path = os.path.join(os.path.realpath(lake_root), "term", "t")
+    outcome = []
+
+    def write():
+        try:
+            with first_write_cleanup(session, path):
+                rows = session.range(0, 10**10, 1, 64).selectExpr("id", "sha2(CAST(id AS STRING), 256) AS h")
+                rows.write.format("delta").save(path)
+        except BaseException as exc:  # noqa: BLE001 - what the thread ended with is the result
+            outcome.append(exc)
+
+    def data_files():
+        return sorted(n for _, _, names in os.walk(path) for n in names if n.endswith(".parquet"))
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        deadline = time.monotonic() + 240
+        while not data_files() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert data_files(), "the engine wrote no data file"
+        # What Dagster's terminate does to the run's thread (delivered at the client's next
+        # Python step: the server reports progress every 2 s).
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(writer.ident), ctypes.py_object(DagsterExecutionInterruptedError)
+        )
+        writer.join(120)
+        assert not writer.is_alive() and isinstance(outcome[0], DagsterExecutionInterruptedError), outcome
+        # The engine's write stops: its files stop changing, and it never commits.
+        deadline, seen = time.monotonic() + 60, None
+        while time.monotonic() < deadline:
+            now = data_files()
+            if now == seen:
+                break
+            seen = now
+            time.sleep(3)
+        assert now == seen, "the engine went on writing after the terminate"
+        assert now, "the files the engine wrote were deleted under it"
+        assert not any(n.endswith(".json") for n in os.listdir(os.path.join(path, "_delta_log")))
+    finally:
+        session.interruptAll()  # never leave a 10-billion-row write running in the shared engine
+
+
 def test_registering_a_table_over_spark_connect_reads_none_of_its_rows(remote, lake_root):
     # spark.catalog.createTable over Spark Connect also fetched the table's rows to the
     # client: a first write of 8M+ rows failed after its commit (TaskResultLost). With its
