@@ -52,7 +52,16 @@ from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.target_predicate import TargetPredicate
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY, apply_layout, new_table_properties, with_column_comments
-from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY, describe_orphans, orphan_commits, recent_stamps
+from assetlake_dagster.writes.orphans import (
+    CHECKED_THROUGH_KEY,
+    IN_FLIGHT,
+    ORPHAN_COMMITS_KEY,
+    CommitCheck,
+    check_commits,
+    describe_orphans,
+    stamps_after,
+)
+from assetlake_dagster.writes.writer import this_writer, writer_is_gone
 from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
 
@@ -352,10 +361,12 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         )
         _, instance = output_run(context) or (None, None)
         metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))
-        orphans = _orphans(context, instance, session, target)
-        if orphans:
-            context.log.warning(describe_orphans(uri, orphans))
-            metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(orphans)
+        check = _check_commits(context, instance, session, target)
+        if check is not None:
+            metadata[CHECKED_THROUGH_KEY] = dg.MetadataValue.int(check.checked_through)
+        if check is not None and check.orphans:
+            context.log.warning(describe_orphans(uri, check.orphans))
+            metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(check.orphans)
         if layout:
             metadata[LAYOUT_METADATA_KEY] = dg.MetadataValue.json(layout.to_json())
         if layout_changes:
@@ -418,6 +429,7 @@ def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] =
         partition=partition,
         idempotency_id=idempotency_id,
         code_version=_code_version(context),
+        writer=this_writer(),
     )
 
 
@@ -429,29 +441,61 @@ def _code_version(context: dg.OutputContext) -> Optional[str]:
         return None
 
 
-def _orphans(
-    context: dg.OutputContext, instance: Optional[dg.DagsterInstance], session: "SparkSession", target: WriteTarget
-) -> list[dict]:
-    """The table's recent commits for this asset whose run ended without recording them
-    (see :mod:`assetlake_dagster.writes.orphans`); none without an instance to ask."""
-    if instance is None:
-        return []
+#: Run statuses of a run that has not ended.
+_NOT_ENDED = frozenset({
+    dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
+})
 
-    def never_recorded(run_id: str) -> Optional[str]:
-        run = instance.get_run_by_id(run_id)
-        # Unknown here (another instance) or still running: nothing to say about it.
-        if run is None or run.status not in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
-            return None
+
+def _check_commits(
+    context: dg.OutputContext, instance: Optional[dg.DagsterInstance], session: "SparkSession", target: WriteTarget
+) -> Optional[CommitCheck]:
+    """The table's commits for this asset since the last check whose run is dead and never
+    recorded them (see :mod:`assetlake_dagster.writes.orphans`); ``None`` without an instance."""
+    if instance is None:
+        return None
+
+    def recorded(run_id: str) -> bool:
         events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
-        if any(e.dagster_event is not None and e.dagster_event.asset_key == context.asset_key for e in events):
+        return any(e.dagster_event is not None and e.dagster_event.asset_key == context.asset_key for e in events)
+
+    def judge(run_id: str, stamp: dict) -> Optional[str]:
+        run = instance.get_run_by_id(run_id)
+        if run is None:  # another instance's run: nothing to say about it
             return None
-        return run.status.value
+        if run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+            return None if recorded(run_id) else run.status.value
+        if run.status not in _NOT_ENDED or not stamp.get("writer") or recorded(run_id):
+            return None  # (a stamp without its writer, from an older version, cannot be judged)
+        if not writer_is_gone(stamp["writer"]):
+            return IN_FLIGHT
+        # Killed where no daemon watches (`dagster asset materialize`): it never ends by itself.
+        instance.report_run_failed(
+            run,
+            message=(
+                f"Marked failed by run {context.run_id}: the process that wrote {target.uri}'s commit "
+                f"for this run ({stamp['writer']}) is gone, and the run never recorded it."
+            ),
+        )
+        return dg.DagsterRunStatus.FAILURE.value
 
     try:
-        return orphan_commits(recent_stamps(session, target.path), target.asset, context.run_id, never_recorded)
+        previous = _checked_through(instance, context.asset_key)
+        stamps, latest = stamps_after(session, target.path, previous)
+        return check_commits(stamps, latest, target.asset, context.run_id, judge)
     except Exception as exc:  # noqa: BLE001 - a report, never a reason to fail a committed write
-        context.log.warning(f"{target.uri}: could not check the table's recent commits for orphans ({exc}).")
-        return []
+        context.log.warning(f"{target.uri}: could not check the table's commits for orphans ({exc}).")
+        return None
+
+
+def _checked_through(instance: dg.DagsterInstance, key: dg.AssetKey) -> Optional[int]:
+    """The version up to which the asset's last materialization found every commit
+    accounted for; ``None`` when none says."""
+    event = instance.get_latest_materialization_event(key)
+    materialization = event.asset_materialization if event is not None else None
+    value = materialization.metadata.get(CHECKED_THROUGH_KEY) if materialization is not None else None
+    return value.value if isinstance(value, dg.IntMetadataValue) else None
 
 
 def _continues_a_failed_run(run: dg.DagsterRun, instance: dg.DagsterInstance) -> bool:

@@ -54,6 +54,8 @@ class CommitStamp:
             or the original run for a resumed re-execution).
         code_version: the asset's code version (a SQL file's hash) that wrote the commit, so
             that a lake says which code its tables hold (``assetlake plan --changed``).
+        writer: the process that writes (:func:`~assetlake_dagster.writes.writer.this_writer`),
+            so that a later run can tell that a run which never recorded the commit is dead.
     """
 
     run_id: str
@@ -61,6 +63,7 @@ class CommitStamp:
     partition: Optional[str] = None
     idempotency_id: str = ""
     code_version: Optional[str] = None
+    writer: Optional[str] = None
 
     @property
     def root_run_id(self) -> str:
@@ -87,6 +90,8 @@ class CommitStamp:
         stamp = {"run_id": self.run_id, "root_run_id": self.root_run_id, "asset": self.asset, "partition": self.partition}
         if self.code_version:
             stamp["code_version"] = self.code_version
+        if self.writer:
+            stamp["writer"] = self.writer
         text = json.dumps({STAMP_TAG: stamp})
         return text.replace("$", "\\u0024")
 

@@ -183,6 +183,7 @@ def test_python_asset_merge_with_spark_dataframe(spark, lake_root):
     assert meta["delta/version"].value == 0 and meta["assetlake/strategy"].value == "merge"
     history = DeltaTable.forPath(spark, os.path.join(lake_root, "py", "things")).history().collect()
     stamp = json.loads(history[0]["userMetadata"])["assetlake"]
+    assert stamp.pop("writer").split(":")[-2] == str(os.getpid())  # the process that wrote it
     assert stamp == {
         "run_id": result.run_id, "root_run_id": result.run_id, "asset": "py/things", "partition": None
     }

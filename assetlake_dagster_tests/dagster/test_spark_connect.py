@@ -90,12 +90,13 @@ def history(spark, lake_root, table):
 
 
 def _run_stamp(user_metadata):
-    """The commit's stamp without the asset's code version (a file hash, checked elsewhere);
-    ``None`` for a metadata-only commit (the table's comment after its first write)."""
+    """The commit's stamp without the asset's code version (a file hash, checked elsewhere)
+    and its writer (this process: the runs execute in it); ``None`` for a commit without one."""
     if user_metadata is None:
         return None
     stamp = json.loads(user_metadata)
     stamp["assetlake"].pop("code_version", None)
+    assert stamp["assetlake"].pop("writer").split(":")[-2] == str(os.getpid())
     return json.dumps(stamp)
 
 
