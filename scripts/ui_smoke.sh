@@ -224,6 +224,11 @@ for table in tables:
     rows = delta.to_pyarrow_table().num_rows
     print(f"[ui_smoke.sh] delta-rs reads s3://ui-smoke/{table}: version {delta.version()}, {rows} rows")
     assert rows > 0, table
+    # One commit per run, the first one too: no header changed here, so no table has a
+    # metadata-only commit (a description or layout set after its first write).
+    operations = [h["operation"] for h in delta.history()]
+    after = {"SET TBLPROPERTIES", "CHANGE COLUMN", "CHANGE COLUMNS", "CLUSTER BY"} & set(operations)
+    assert not after, f"{table}: metadata-only commits {sorted(after)} in {operations}"
 assert len(tables) == 14, f"expected the demo's 14 tables in the bucket, found {len(tables)}: {tables}"
 # Every check passed. Leave without the interpreter's teardown: in one CI run (77c7de2) this
 # process aborted there, after all the tables were read ("terminate called without an active
