@@ -83,7 +83,8 @@ def _plan_changed(args: argparse.Namespace) -> int:
         return 1
     assets = [(s.uri, os.path.relpath(s.path, project_dir), s.code_version, [u.uri for u in s.upstreams]) for s in project.assets]
     assets += [(seed.uri, os.path.relpath(seed.path, project_dir), seed.code_version, []) for seed in project.seeds]
-    print(code_changes(Lake(root), assets).render(root))
+    lake = Lake(root)
+    print(code_changes(lake, assets).render(lake.root))
     return 0
 
 
@@ -219,12 +220,18 @@ def _optimize(args: argparse.Namespace) -> int:
 
 def _vacuum(args: argparse.Namespace) -> int:
     from assetlake_dagster.build import build_definitions
-    from assetlake_dagster.maintenance import guarded_vacuum
+    from assetlake_dagster.maintenance import ProjectAssets, guarded_vacuum
 
     def vacuum(uri, resource):
-        defs = build_definitions(args.project_dir, lake_root=args.lake_root) if args.project_dir else None
+        # The scheduled job's path (maintenance.guarded_vacuum), with this project's assets.
+        project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR")
+        project = (
+            ProjectAssets.of(build_definitions(project_dir, lake_root=args.lake_root))
+            if project_dir
+            else ProjectAssets.unknown("no project names the inputs that pin versions; give it with --project-dir <folder> (or $ASSETLAKE_PROJECT_DIR)")
+        )
         with _instance() as instance:
-            return guarded_vacuum(resource.get_session(), resource.lake, uri, args.retain, instance, defs=defs)
+            return guarded_vacuum(resource.get_session(), resource.lake, uri, args.retain, instance, project)
 
     return _maintain_table(args, vacuum)
 
@@ -555,12 +562,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "(default: the table's restore window, delta.deletedFileRetentionDuration, 7 days unless set). "
         "Refused, deleting nothing, when it would delete files of a version recorded by a materialization "
         "in $DAGSTER_HOME inside the window, read by a downstream's materialization, pinned by an input "
-        "(--project-dir) or current when a run still in flight started; the message names the oldest safe "
-        "retention.",
+        "of the project (--project-dir, else $ASSETLAKE_PROJECT_DIR; without one, every readable version is "
+        "kept) or current when a run still in flight started; the message names the oldest safe retention.",
     )
     vacuum.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
     vacuum.add_argument("--retain", type=int, default=None, metavar="HOURS", help="keep versions younger than this")
-    vacuum.add_argument("--project-dir", default=None, help="the SQL folder, for inputs that pin a version")
+    vacuum.add_argument(
+        "--project-dir", default=None,
+        help="the SQL folder, for inputs that pin a version (default: $ASSETLAKE_PROJECT_DIR)",
+    )
     vacuum.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     check = commands.add_parser(
         "check",

@@ -202,6 +202,24 @@ def is_materializable(assets_def: dg.AssetsDefinition) -> bool:
     return assets_def.is_materializable
 
 
+def run_asset_graph(context: dg.AssetExecutionContext) -> Any:
+    """The asset graph of the run's code location; a run executed in process has none, and
+    its job's graph answers (where every asset outside the selection looks external)."""
+    try:
+        return context.repository_def.asset_graph
+    except Exception:  # noqa: BLE001 - Dagster's "No repository definition was set" check
+        return context.job_def.asset_layer.asset_graph
+
+
+def is_observable_source(graph: Any, key: dg.AssetKey) -> bool:
+    """Whether ``key`` is in ``graph`` as an observable asset that nothing materializes (an
+    external table: it is landed, then observed)."""
+    if not graph.has(key):
+        return False
+    node = graph.get(key)
+    return node.is_observable and not node.is_materializable
+
+
 def sensor_asset_selection(sensor: dg.SensorDefinition) -> Optional[dg.AssetSelection]:
     """The assets a sensor targets (an automation condition sensor: those it evaluates)."""
     # Our automation sensor leaves out the assets a user's own automation sensor evaluates:

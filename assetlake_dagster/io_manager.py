@@ -219,12 +219,16 @@ def to_spark(spark: "SparkSession", obj: Any) -> "DataFrame":
     """Accept a Spark or pandas DataFrame (pandas goes through Arrow, keeping NULLs).
 
     Classic and Spark Connect DataFrames both subclass ``pyspark.sql.DataFrame``; a
-    pandas DataFrame becomes one of the session's kind.
+    pandas DataFrame becomes one of the session's kind. Its naive timestamps are wall times
+    in the session's zone (``spark.sql.session.timeZone``), with or without Arrow, whatever
+    this process's zone (:func:`~assetlake_dagster.spark.python_values.pandas_in_session_zone`).
     """
     if _is_spark_frame(obj):
         return obj
     if isinstance(obj, _pandas_frame_type()):
-        return spark.createDataFrame(_contiguous(obj))
+        from assetlake_dagster.spark.python_values import pandas_in_session_zone
+
+        return spark.createDataFrame(_contiguous(pandas_in_session_zone(spark, obj)))
     # Duck-typed DataFrames (wrappers with the same API) are written as they are.
     if hasattr(obj, "sparkSession") and hasattr(obj, "write"):
         return obj

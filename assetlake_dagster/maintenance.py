@@ -11,8 +11,15 @@ where Dagster keeps them:
 
 * materializations inside the restore window: the table's own ``delta/version``, and every
   downstream's ``assetlake/upstream_versions`` entry for the table;
-* inputs that pin a version (``AssetIn(metadata={"assetlake/version": N})``);
+* inputs that pin a version (``AssetIn(metadata={"assetlake/version": N})``), read from the
+  project's assets (:class:`ProjectAssets`);
 * runs still in flight: the version that was current when each started.
+
+The scheduled job and ``assetlake vacuum`` take one path, :func:`guarded_vacuum`: the job
+with its code location's assets (the run's repository), the command with those of
+``--project-dir``. Where neither is known (a job executed in process, the command without a
+project) no input can be ruled out, so every version the table can still be read at is
+kept: a ``VACUUM`` that would delete any of them is refused, saying how to name the project.
 
 Tables without a line of their own take a default from ``build_definitions(maintain=…)``
 (the component's ``maintain`` attribute): one ``-- maintain`` line's text for every managed
@@ -29,8 +36,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import dagster as dg
 
-from assetlake_dagster.errors import display_path
-from assetlake_dagster.io_manager import READ_VERSION_KEY
+from assetlake_dagster.errors import ConfigError, display_path
+from assetlake_dagster.io_manager import READ_VERSION_KEY, materialize_spec_for
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, MaintainSpec, SqlAssetSpec, TableUri, WriteStrategy
 
@@ -46,6 +53,91 @@ MaintainDefaults = Union[None, str, Mapping[str, str]]
 RECORD_LIMIT = 1000
 #: Observation metadata of a maintenance run: each operation's files and bytes before and after.
 MAINTENANCE_KEY = "assetlake/maintenance"
+#: Why a run without its code location cannot know the inputs that pin a version.
+NO_CODE_LOCATION = (
+    "the run has no code location to read the inputs that pin versions from (it was executed in process); "
+    "run the job from its code location (its schedule, the UI, 'dagster job execute'), or "
+    "'assetlake vacuum --project-dir <folder>'"
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ProjectAssets:
+    """The assets that may read a table at a pinned version: a project's, or none known (and why).
+
+    Example:
+        >>> ProjectAssets.of(dg.Definitions()).pins(TableUri("s", "t"))
+        []
+        >>> ProjectAssets.unknown("no project was given").known
+        False
+    """
+
+    graph: Any  # Dagster's asset graph (not public as a type), or None: not known
+    missing: str = ""
+
+    @classmethod
+    def of(cls, definitions: Union[dg.Definitions, dg.RepositoryDefinition]) -> "ProjectAssets":
+        """The assets of a project's definitions, or of a code location's repository."""
+        if isinstance(definitions, dg.Definitions):
+            return cls(definitions.resolve_asset_graph())
+        return cls(definitions.asset_graph)
+
+    @classmethod
+    def unknown(cls, why: str) -> "ProjectAssets":
+        """No project: ``why`` says how to name one (it ends the guard's refusal)."""
+        return cls(None, why)
+
+    @classmethod
+    def of_run(cls, context: Any) -> "ProjectAssets":
+        """A run's code location (every run Dagster launches has one), else :meth:`unknown`."""
+        try:
+            repository = context.repository_def
+        except Exception:  # noqa: BLE001 - Dagster's CheckError: executed in process, no repository
+            return cls.unknown(NO_CODE_LOCATION)
+        return cls.of(repository)
+
+    @property
+    def known(self) -> bool:
+        return self.graph is not None
+
+    def table_key(self, uri: TableUri) -> Optional[dg.AssetKey]:
+        """The key of the asset that is ``uri`` here (a translator may have renamed it)."""
+        for node in self.graph.asset_nodes if self.known else ():
+            if _table_of(node.key, node.metadata) == uri:
+                return node.key
+        return None
+
+    def pins(self, uri: TableUri) -> list[Need]:
+        """The versions of ``uri`` that inputs pin (``AssetIn(metadata={"assetlake/version": N})``).
+
+        The input's table is found as the IO manager finds it, from its upstream's write
+        contract, so a renamed key pins its table too.
+        """
+        from assetlake_dagster.lake.maintenance import Need
+
+        needs = []
+        for assets_def in self.graph.assets_defs if self.known else ():
+            if not assets_def.is_executable:
+                continue  # an external asset reads nothing
+            for name, input_def in assets_def.node_def.input_dict.items():
+                upstream = assets_def.keys_by_input_name.get(name)
+                if upstream is None or not self.graph.has(upstream) or _table_of(upstream, self.graph.get(upstream).metadata) != uri:
+                    continue
+                pinned = (input_def.metadata or {}).get(READ_VERSION_KEY)
+                pinned = getattr(pinned, "value", pinned)
+                if pinned is not None:
+                    reader = ", ".join(k.to_user_string() for k in assets_def.keys)
+                    needs.append(Need(int(pinned), f"pinned by {reader}'s input '{name}'"))
+        return needs
+
+    def unknown_pins(self, commit_times: Mapping[int, dt.datetime]) -> list[Need]:
+        """Without a project, every version still readable, as one an input may pin."""
+        from assetlake_dagster.lake.maintenance import Need
+
+        if self.known or not commit_times:
+            return []
+        latest = max(commit_times)
+        return [Need(v, f"an input may pin it, and {self.missing}") for v in sorted(commit_times) if v != latest]
 
 
 def maintain_defaults(maintain: MaintainDefaults) -> dict[str, MaintainSpec]:
@@ -109,7 +201,9 @@ def maintenance_definitions(
             context.log.info(result.summary(uri))
             done.append(result)
             if maintain.vacuum:
-                result = guarded_vacuum(session, lake, uri, maintain.retain_hours, context.instance, asset_key=asset_key)
+                # The code location's assets, as 'assetlake vacuum --project-dir' reads a project's.
+                project = ProjectAssets.of_run(context)
+                result = guarded_vacuum(session, lake, uri, maintain.retain_hours, context.instance, project, asset_key=asset_key)
                 context.log.info(result.summary(uri))
                 done.append(result)
         finally:
@@ -139,22 +233,35 @@ def guarded_vacuum(
     uri: TableUri,
     retain_hours: Optional[int],
     instance: dg.DagsterInstance,
+    project: ProjectAssets,
     *,
     asset_key: Optional[dg.AssetKey] = None,
-    defs: Optional[dg.Definitions] = None,
 ) -> MaintenanceResult:
     """``VACUUM`` the table unless it would delete a version that :func:`needed_versions` finds.
+
+    The one path of the scheduled job and of ``assetlake vacuum``.
+
+    Args:
+        retain_hours: keep the files of versions younger than this (default: the restore window).
+        instance: where materializations and runs are recorded.
+        project: the assets whose inputs may pin a version (:class:`ProjectAssets`).
+        asset_key: the table's asset key (default: the project's asset of the table, else
+            ``[schema, table]``).
 
     Raises:
         VacuumRefused: nothing was deleted; the message names the version and the oldest
             safe retention.
+
+    Example:
+        >>> defs = build_definitions("pipelines/")  # doctest: +SKIP
+        >>> guarded_vacuum(spark, lake, TableUri("s", "t"), 720, instance, ProjectAssets.of(defs))  # doctest: +SKIP
     """
     from assetlake_dagster.lake.maintenance import vacuum_table
 
-    key = asset_key or dg.AssetKey(uri.asset_key_path)
+    key = asset_key or project.table_key(uri) or dg.AssetKey(uri.asset_key_path)
     return vacuum_table(
         spark, lake, uri, retain_hours,
-        lambda since, times: needed_versions(instance, uri, key, since=since, commit_times=times, defs=defs),
+        lambda since, times: needed_versions(instance, uri, key, since=since, commit_times=times, project=project),
     )
 
 
@@ -165,7 +272,7 @@ def needed_versions(
     *,
     since: dt.datetime,
     commit_times: Mapping[int, dt.datetime],
-    defs: Optional[dg.Definitions] = None,
+    project: ProjectAssets,
 ) -> list[Need]:
     """Every version of ``uri`` that Dagster still needs (see the module docstring).
 
@@ -175,11 +282,12 @@ def needed_versions(
         since: the start of the restore window: older materializations are not read.
         commit_times: the table's commit times by version (to find the version a run in
             flight started on).
-        defs: the project's definitions, for inputs that pin a version (optional).
+        project: the assets whose inputs may pin a version; when not known, every version in
+            ``commit_times`` but the latest is needed.
 
     Example:
         >>> needed_versions(dg.DagsterInstance.ephemeral(), TableUri("s", "t"), dg.AssetKey(["s", "t"]),
-        ...                 since=dt.datetime.now(dt.timezone.utc), commit_times={})
+        ...                 since=dt.datetime.now(dt.timezone.utc), commit_times={}, project=ProjectAssets.of(dg.Definitions()))
         []
     """
     from assetlake_dagster.lake.maintenance import Need
@@ -203,28 +311,17 @@ def needed_versions(
             version = (upstream.value or {}).get(str(uri)) if upstream is not None else None
             if version is not None:
                 needs.append(Need(int(version), f"read by {key.to_user_string()}'s materialization of {when} (run {run})"))
-    needs += _pinned(defs, asset_key) if defs is not None else []
+    needs += project.pins(uri) + project.unknown_pins(commit_times)
     needs += _in_flight(instance, commit_times)
     return needs
 
 
-def _pinned(defs: dg.Definitions, asset_key: dg.AssetKey) -> list[Need]:
-    from assetlake_dagster.lake.maintenance import Need
-
-    needs = []
-    graph = defs.resolve_asset_graph()
-    for assets_def in graph.assets_defs:
-        if not assets_def.is_executable:
-            continue  # an external asset reads nothing
-        for name, input_def in assets_def.node_def.input_dict.items():
-            if assets_def.keys_by_input_name.get(name) != asset_key:
-                continue
-            pinned = (input_def.metadata or {}).get(READ_VERSION_KEY)
-            pinned = getattr(pinned, "value", pinned)
-            if pinned is not None:
-                reader = ", ".join(k.to_user_string() for k in assets_def.keys)
-                needs.append(Need(int(pinned), f"pinned by {reader}'s input '{name}'"))
-    return needs
+def _table_of(key: dg.AssetKey, metadata: Any) -> Optional[TableUri]:
+    """The table an asset is, as the IO manager reads it; ``None`` for one of another IO manager."""
+    try:
+        return materialize_spec_for(key, metadata).uri
+    except (ConfigError, ValueError):  # not [schema, table] and no table named: not a table of this lake
+        return None
 
 
 def _in_flight(instance: dg.DagsterInstance, commit_times: Mapping[int, dt.datetime]) -> list[Need]:

@@ -8,7 +8,10 @@ build and check that config from the definitions alone: a schedule, sensor or sc
 names the asset and its argument values, never the op.
 
 Run config carries ``date`` and ``timestamp`` values as ISO text (Dagster config has no
-date type); :func:`bind_arguments` turns them back into Python values for Spark.
+date type); :func:`bind_arguments` turns them back into Python values for Spark. A
+``timestamp`` without an offset stays naive here: the run reads it as a wall time in its
+Spark session's zone (``spark.sql.session.timeZone``), as a SQL unit test does, never in this
+machine's (:func:`assetlake_dagster.spark.python_values.in_session_zone`).
 """
 
 import datetime as dt
@@ -76,6 +79,9 @@ def argument_config_schema(arguments: Sequence[ArgumentSpec]) -> Optional[dict[s
 
 def bind_arguments(arguments: Sequence[ArgumentSpec], config: Mapping[str, Any]) -> dict[str, Any]:
     """The op's run config -> typed Python values for Spark's parameter binding.
+
+    A ``timestamp`` without an offset is returned naive (no session is needed here); the run
+    gives it the session's zone before binding it (``sql_asset_run.run_sql_asset``).
 
     Raises:
         AssetlakeError: a ``date`` or ``timestamp`` value that is not one (Dagster only

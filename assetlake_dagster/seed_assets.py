@@ -1,11 +1,16 @@
 """The Dagster asset of a seed (:mod:`assetlake_dagster.seeds`): its rows, as a Spark
-DataFrame of the seed's schema, handed to the Delta IO manager's managed write."""
+DataFrame of the seed's schema, handed to the Delta IO manager's managed write.
+
+A ``TIMESTAMP`` value without an offset is a wall time in the session's zone
+(``spark.sql.session.timeZone``), wherever the run's Python process is
+(:mod:`assetlake_dagster.spark.python_values`)."""
 
 import dagster as dg
 
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.io_manager import managed_write
 from assetlake_dagster.seeds import SeedSpec
+from assetlake_dagster.spark.python_values import rows_in_session_zone
 
 #: The kinds the UI shows on a seed's asset.
 SEED_KINDS = {"csv", "delta"}
@@ -43,6 +48,7 @@ def seed_asset(spec: SeedSpec, spark_resource_key: str = "spark", io_manager_key
     def _seed(context: dg.AssetExecutionContext):
         session = getattr(context.resources, spark_resource_key).get_session()
         context.log.info(f"loading {len(spec.rows)} rows of {shown} into {spec.uri}")
-        return session.createDataFrame([list(row) for row in spec.rows], spec.ddl)
+        # A TIMESTAMP cell is a wall time in the session's zone, not this process's.
+        return session.createDataFrame(rows_in_session_zone(session, [list(row) for row in spec.rows]), spec.ddl)
 
     return _seed

@@ -19,7 +19,9 @@ first other line is the CSV header (the column names), the rest its rows::
   ``DECIMAL(p,s)``, ``DATE``, ``TIMESTAMP``.
 - ``-- description <text>``: the asset's description.
 
-An empty cell is NULL. The asset's code version is a hash of the file, so a changed file makes
+An empty cell is NULL. A ``TIMESTAMP`` cell (``2024-01-02 09:30:00``, no offset) is a wall time
+in the Spark session's zone (``spark.sql.session.timeZone``, UTC by default), never in the zone
+of the machine that runs it. The asset's code version is a hash of the file, so a changed file makes
 the table stale. Every problem (a ragged row, a value that is not of its column's type, a NULL
 or repeated key, a bad name) is located at ``path:line:col`` when the project loads, so
 ``assetlake validate`` reports it too, and nothing is written.

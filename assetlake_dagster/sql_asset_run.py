@@ -15,12 +15,14 @@ import dagster as dg
 from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.data_tests import blocking_failures, evaluate_run
 from assetlake_dagster.defer import deferred_inputs, deferred_metadata, sql_asset_reads
+from assetlake_dagster.dagster_internals import is_observable_source, run_asset_graph
 from assetlake_dagster.errors import display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.materialization import materialization_metadata, version_files_here
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.spark.python_values import in_session_zone
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
 from assetlake_dagster.sql_rewrite import with_tables_replaced
@@ -41,11 +43,16 @@ def run_sql_asset(
     keys_by_table: Mapping[TableUri, dg.AssetKey],
 ) -> Iterator[Any]:
     """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
-    run config's argument values ``args``."""
+    run config's argument values ``args`` (a naive timestamp read in the session's zone)."""
     lake, prod = resource.lake, resource.defer_lake
+    # A naive timestamp argument is a wall time in the session's zone, as in a SQL unit test
+    # (sql_test_run), not in this machine's: the SQL, its setup and its data tests bind these.
+    args = in_session_zone(spark, args)
     # A dev lake's missing upstreams are read from prod, pinned for the run (defer.py).
     deferred = deferred_inputs(spark, lake, prod, sql_asset_reads(spec), (context.instance, context.run.run_id))
-    upstream_versions = resolve_upstreams(spark, lake, spec, elsewhere=deferred)
+    upstream_versions = resolve_upstreams(
+        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, keys_by_table)
+    )
     prod_reads = {d.uri: (d.path, d.version) for d in deferred.values() if d.uri == d.table}
     written = spec  # lineage is the file's, whatever the run reads
     if deferred:
@@ -107,6 +114,25 @@ def run_sql_asset(
     # A partition's check status also shows only while it targets its latest one.
     yield output
     yield from check_events(context, asset_spec.key, outcomes)
+
+
+def _external_upstreams(
+    context: dg.AssetExecutionContext, spec: SqlAssetSpec, keys_by_table: Mapping[TableUri, dg.AssetKey]
+) -> set[TableUri]:
+    """The upstreams that are external tables (observable sources, which no asset of the
+    project materializes): a missing one is to be landed, not materialized.
+
+    Read from the code location's asset graph, which every run launched from one has (the UI,
+    ``dagster asset materialize``, ``dg launch``, schedules and sensors). ``execute_in_process``
+    sets none; its job's graph then answers, and a job of selected assets shows every other
+    asset as external without being observable, so there nothing is claimed external.
+    """
+    graph = run_asset_graph(context)
+    return {
+        upstream.uri
+        for upstream in spec.upstreams
+        if upstream.uri in keys_by_table and is_observable_source(graph, keys_by_table[upstream.uri])
+    }
 
 
 def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:

@@ -17,6 +17,7 @@ from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.partitions import PartitionSlice, event_time_range, with_event_time_partitions, with_partition_key
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import is_history_table, register_current_view, register_table
+from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.spark.session import is_connect_session
 from assetlake_dagster.spec import (
     RESERVED_TABLE_SUFFIX,
@@ -34,11 +35,17 @@ _TEMP_VIEW_RE = re.compile(
 
 
 def resolve_upstreams(
-    spark: SparkSession, lake: Lake, spec: SqlAssetSpec, elsewhere: Collection[TableUri] = ()
+    spark: SparkSession,
+    lake: Lake,
+    spec: SqlAssetSpec,
+    elsewhere: Collection[TableUri] = (),
+    external: Collection[TableUri] = (),
 ) -> dict[str, Optional[int]]:
     """Register each upstream table in the session catalog; return the versions read.
 
     ``elsewhere``: upstreams read from another lake (a dev run's prod inputs), left alone.
+    ``external``: upstreams no asset of the project produces (observable sources): a missing
+    one is landed, not materialized (:func:`missing_upstreams_message`).
     """
     versions: dict[str, Optional[int]] = {}
     missing = []
@@ -60,12 +67,41 @@ def resolve_upstreams(
             register_current_view(spark, lake, uri)
         versions[str(uri)] = current_version(spark, lake.table_path(uri))
     if missing:
-        names = ", ".join(str(u) for u in missing)
-        raise AssetlakeError(
-            f"{display_path(spec.path)}: upstream table(s) {names} have no Delta table in the lake "
-            f"({lake.root}). Materialize them first (select the asset with its upstreams: '+{spec.uri.sql_name.replace('.', '/')}')."
-        )
+        raise AssetlakeError(missing_upstreams_message(display_path(spec.path), spec.uri, lake, missing, external))
     return versions
+
+
+def missing_upstreams_message(
+    where: str, target: TableUri, lake: Lake, missing: Sequence[TableUri], external: Collection[TableUri]
+) -> str:
+    """Why the run of the file ``where`` (writing ``target``) cannot start, and what to do:
+    materialize the ``missing`` upstreams the project produces; land or create the
+    ``external`` ones, which no run of the project can produce.
+
+    Example:
+        >>> payments = TableUri("landing", "payments")
+        >>> print(missing_upstreams_message("staging/payments.sql", TableUri("staging", "payments"),
+        ...                                 Lake("/lake"), [payments], {payments}))
+        staging/payments.sql: external table delta://landing/payments has no Delta table at /lake/landing/payments. No asset of this project writes it, so materializing cannot create it: land it there with the job that loads it (or create it empty: CREATE TABLE landing.payments (<columns>) USING DELTA LOCATION '/lake/landing/payments'). Then "Observe" on its asset (or the watch sensor) records its version, and this asset can run.
+    """
+    produced = [u for u in missing if u not in external]
+    sentences = []
+    if produced:
+        names = ", ".join(str(u) for u in produced)
+        sentences.append(
+            f"{where}: upstream table(s) {names} have no Delta table in the lake ({lake.root}). "
+            f"Materialize them first (select the asset with its upstreams: '+{target.sql_name.replace('.', '/')}')."
+        )
+    for uri in missing:
+        if uri in external:
+            path = lake.table_path(uri)
+            sentences.append(
+                f"{where}: external table {uri} has no Delta table at {path}. No asset of this project writes it, "
+                "so materializing cannot create it: land it there with the job that loads it (or create it empty: "
+                f"CREATE TABLE {uri.sql_name} (<columns>) USING DELTA LOCATION '{path}'). Then \"Observe\" on its "
+                "asset (or the watch sensor) records its version, and this asset can run."
+            )
+    return " ".join(sentences)
 
 
 def _history_base(uri: TableUri) -> Optional[TableUri]:
@@ -79,6 +115,18 @@ def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, a
     """Run one statement with only the arguments it references bound."""
     used = {name: args[name] for name in stmt.parameters if name in args}
     try:
+        return _run_statement(spark, stmt, used)
+    except PySparkException as exc:
+        raise AssetlakeError(
+            f"{display_path(spec.path)}:{stmt.line}: Spark rejected the statement: {exc}",
+            allow_retries=False,
+        ) from exc
+
+
+def _run_statement(spark: SparkSession, stmt: SqlStatement, used: Mapping[str, Any]) -> DataFrame:
+    # Spark's error is reported once, by the caller, with the file and line: PySpark does
+    # not also log it with the JVM's stack trace.
+    with errors_reported_by_caller():
         view = _TEMP_VIEW_RE.match(stmt.sql)
         if view:
             # Spark refuses parameter markers inside CREATE VIEW; binding the query and
@@ -89,11 +137,6 @@ def run_statement(spark: SparkSession, spec: SqlAssetSpec, stmt: SqlStatement, a
             df.createOrReplaceTempView(view.group("name"))
             return df
         return spark.sql(stmt.sql, args=used or None)
-    except PySparkException as exc:
-        raise AssetlakeError(
-            f"{display_path(spec.path)}:{stmt.line}: Spark rejected the statement: {exc}",
-            allow_retries=False,
-        ) from exc
 
 
 def run_sql_slices(

@@ -5,8 +5,10 @@ pointed at them (only the names of the tables the test gives are rewritten, by t
 positions in the parsed SQL; the rest of the text runs as written), and the file's setup
 statements and SELECT run with the test's arguments and partition bound as in a real run.
 The result is compared with the expected rows as a multiset on the expected columns.
-Nothing is written anywhere: temporary views live in the session and are dropped after
-each test.
+A timestamp without an offset, given, bound or expected, is a wall time in the session's
+zone (``spark.sql.session.timeZone``), whatever the zone of this Python process
+(:mod:`assetlake_dagster.spark.python_values`). Nothing is written anywhere: temporary views
+live in the session and are dropped after each test.
 
 Example:
     >>> from assetlake_dagster.sql_test_run import assert_sql_tests_pass
@@ -131,6 +133,7 @@ def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -
     from pyspark.errors import PySparkException
 
     from assetlake_dagster.run_config import bind_arguments
+    from assetlake_dagster.spark.python_values import in_zone, session_time_zone, timestamps_are_wall_times
     from assetlake_dagster.spark.session import is_connect_session
     from assetlake_dagster.sql_runner import run_sql_file
 
@@ -143,9 +146,12 @@ def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -
             _given_view(spark, table, views[table.uri], case)
         tested = with_tables_replaced(spec, views)
         args = {**bind_arguments(spec.arguments, {}), **case.args, **_partition_bindings(spec, case.partition)}
+        zone = session_time_zone(spark)
+        if not timestamps_are_wall_times(spark):
+            args = in_zone(args, zone)
         try:
             rows = run_sql_file(spark, tested, args)
-            actual = rows.collect() if rows is not None else []
+            actual = _collected(rows, zone) if rows is not None else []
             columns = list(rows.columns) if rows is not None else []
         except (AssetlakeError, PySparkException) as err:
             message = str(err)
@@ -155,7 +161,7 @@ def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -
             return SqlTestResult(case, False, f"{wanted}:\n{message.splitlines()[0] if message else type(err).__name__}")
         if case.expect_error is not None:
             return SqlTestResult(case, False, f"expected an error containing {case.expect_error!r}, but the SQL returned {len(actual)} row(s)")
-        return _compare(case, columns, [r.asDict(recursive=True) for r in actual])
+        return _compare(case, columns, actual, zone)
     finally:
         for view in views.values():
             spark.catalog.dropTempView(view)
@@ -202,6 +208,8 @@ def _given_view(spark: "SparkSession", table, view: str, case: SqlTestCase) -> N
     ``2024-01-02 09:30:00`` to a TIMESTAMP); without, the types are inferred from the values."""
     from pyspark.errors import PySparkException
 
+    from assetlake_dagster.spark.python_values import rows_in_session_zone
+
     try:
         if table.columns is not None:
             fields = spark.createDataFrame([], table.columns).schema.fields
@@ -210,7 +218,7 @@ def _given_view(spark: "SparkSession", table, view: str, case: SqlTestCase) -> N
             cast = [f"CAST(`{f.name}` AS {f.dataType.simpleString()}) AS `{f.name}`" for f in fields]
             df = spark.createDataFrame(texts, as_text).selectExpr(*cast)
         else:
-            df = spark.createDataFrame([dict(r) for r in table.rows])
+            df = spark.createDataFrame(rows_in_session_zone(spark, [dict(r) for r in table.rows]))
         df.createOrReplaceTempView(view)
     except (PySparkException, TypeError, ValueError) as err:
         hint = "" if table.columns else " Give its types: 'columns: <Spark DDL>' and 'rows:'."
@@ -252,7 +260,21 @@ def _partition_bindings(spec: SqlAssetSpec, partition: Optional[str]) -> dict[st
     return PartitionSlice(partition, window.start, window.end).bindings()
 
 
-def _compare(case: SqlTestCase, columns: Sequence[str], actual: Sequence[Mapping[str, Any]]) -> SqlTestResult:
+def _collected(rows: Any, zone: dt.tzinfo) -> list[dict[str, Any]]:
+    """The result's rows as mappings, its ``TIMESTAMP`` values as aware times in ``zone``
+    (``collect()`` gives them in this process's local zone)."""
+    from assetlake_dagster.spark.python_values import collected_in_zone
+
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    return [
+        {name: collected_in_zone(value, types[name], zone) if name in types else value for name, value in row.items()}
+        for row in (r.asDict(recursive=True) for r in rows.collect())
+    ]
+
+
+def _compare(
+    case: SqlTestCase, columns: Sequence[str], actual: Sequence[Mapping[str, Any]], zone: dt.tzinfo = dt.timezone.utc
+) -> SqlTestResult:
     expected = case.expect or ()
     spelled = {c.lower(): c for c in columns}
     wanted = case.expect_columns or tuple(columns)
@@ -260,8 +282,8 @@ def _compare(case: SqlTestCase, columns: Sequence[str], actual: Sequence[Mapping
     if missing_columns:
         return SqlTestResult(case, False, f"the SELECT returns no column {', '.join(missing_columns)} (it returns: {', '.join(columns)})")
     # Compared on the expected columns only, as dbt's unit tests do.
-    got = Counter(tuple(_comparable(row[spelled[c.lower()]]) for c in wanted) for row in actual)
-    want = Counter(tuple(_comparable(_value_of(row, c)) for c in wanted) for row in expected)
+    got = Counter(tuple(_comparable(row[spelled[c.lower()]], zone) for c in wanted) for row in actual)
+    want = Counter(tuple(_comparable(_value_of(row, c), zone) for c in wanted) for row in expected)
     if got == want:
         return SqlTestResult(case, True)
     lines = [f"expected {sum(want.values())} row(s), got {sum(got.values())}; compared on {', '.join(wanted)}"]
@@ -275,9 +297,10 @@ def _compare(case: SqlTestCase, columns: Sequence[str], actual: Sequence[Mapping
     return SqlTestResult(case, False, "\n".join(lines))
 
 
-def _comparable(value: Any) -> Any:
+def _comparable(value: Any, zone: dt.tzinfo = dt.timezone.utc) -> Any:
     """A value both sides can be compared by: numbers as decimals (10.5 == 10.50, floats to
-    nine decimals), aware times in naive UTC, lists and mappings as tuples."""
+    nine decimals), aware times as naive wall times in the session's ``zone`` (as naive
+    expected times are read), lists and mappings as tuples."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, float):
@@ -285,11 +308,11 @@ def _comparable(value: Any) -> Any:
     if isinstance(value, (int, Decimal)):
         return Decimal(value).normalize()
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.astimezone(zone).replace(tzinfo=None)
     if isinstance(value, (list, tuple)):
-        return tuple(_comparable(v) for v in value)
+        return tuple(_comparable(v, zone) for v in value)
     if isinstance(value, Mapping):
-        return tuple(sorted((str(k), _comparable(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), _comparable(v, zone)) for k, v in value.items()))
     return value
 
 

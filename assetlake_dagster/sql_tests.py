@@ -21,6 +21,9 @@ Example ``customer_revenue.tests.yml``::
               - {customer_id: 1, amount: 99, status: refunded}
         expect:
           - {customer_id: 1, paid_orders: 1, revenue: 10.5}
+
+A timestamp without an offset (``2024-01-02 09:30:00``), given or expected, is a wall time in
+the Spark session's zone (``spark.sql.session.timeZone``), not in this machine's.
 """
 
 from __future__ import annotations

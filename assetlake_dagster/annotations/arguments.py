@@ -2,7 +2,8 @@
 
 Types are the :class:`~assetlake_dagster.spec.ArgumentType` values and a few SQL
 spellings (``integer``, ``double``…); a default is converted to the type when parsed, so
-a bad one is reported with its line.
+a bad one is reported with its line. A ``timestamp`` without an offset
+(``= 2024-01-02T09:30:00``) is a wall time in the Spark session's zone when it is bound.
 """
 
 import re

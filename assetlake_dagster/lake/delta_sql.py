@@ -10,9 +10,15 @@ SQL extension, so assetlake talks to Delta through SQL only.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Optional
+from urllib.parse import urlsplit
+
+from assetlake_dagster.spark.error_logs import errors_reported_by_caller
+from assetlake_dagster.spark.session import driver_on_this_machine
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -23,6 +29,9 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
 NOT_A_DELTA_TABLE = frozenset(
     {"DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_NOT_FOUND", "DELTA_TABLE_ONLY_OPERATION", "PATH_NOT_FOUND"}
 )
+#: A file of ``_delta_log`` that makes it a table's log: a commit (``%020d.json``) or a
+#: checkpoint (``%020d.checkpoint.parquet``, multi-part and V2 forms).
+_LOG_ENTRY_RE = re.compile(r"^[0-9]{20}\.(json|checkpoint\..+)$")
 
 def path_identifier(path: str) -> str:
     """The SQL name of the Delta table at ``path``.
@@ -37,7 +46,12 @@ def path_identifier(path: str) -> str:
 
 
 def is_delta_table(spark: SparkSession, path: str) -> bool:
-    """Whether ``path`` holds a Delta table (a missing path is not one)."""
+    """Whether ``path`` holds a Delta table (a missing path is not one).
+
+    Example:
+        >>> is_delta_table(spark, "/lake/s/not_yet")  # doctest: +SKIP
+        False
+    """
     return table_schema(spark, path) is not None
 
 
@@ -46,16 +60,53 @@ def table_schema(spark: SparkSession, path: str) -> Optional[StructType]:
 
     Analysis only, no Spark job: Delta loads the latest snapshot's protocol and metadata.
     ``DESCRIBE DETAIL``, used here before, also sums every file of the version (4 Spark jobs
-    and about 0.5-2 s after each commit, on every write).
+    and about 0.5-2 s after each commit, on every write). A path whose log this process
+    sees, empty or missing, is answered without asking Spark (:func:`visibly_not_a_table`):
+    a first write asks about a table that is not there yet, and Spark's answer to that is an
+    error, which PySpark and the engine log at ERROR level with a stack trace.
+
+    Example:
+        >>> table_schema(spark, "/lake/s/t").fieldNames()  # doctest: +SKIP
+        ['id', 'twice']
     """
     from pyspark.errors import AnalysisException
 
+    if visibly_not_a_table(spark, path):
+        return None
     try:
-        return read(spark, path).schema
+        with errors_reported_by_caller():  # a table may still be missing, e.g. in a bucket
+            return read(spark, path).schema
     except AnalysisException as exc:
         if exc.getCondition() in NOT_A_DELTA_TABLE:
             return None
         raise
+
+
+def visibly_not_a_table(spark: SparkSession, path: str) -> bool:
+    """Whether this process can see that ``path`` holds no Delta table, without Spark.
+
+    Only for a local path on the machine of the session's driver (in this process, or the
+    warm engine on loopback: the same files), whose ``_delta_log`` is missing or holds no
+    commit or checkpoint, which is when Delta answers "not a Delta table" too. ``False``
+    means "ask Spark": a path in a bucket, a remote driver, a log this process cannot list.
+
+    Example:
+        >>> visibly_not_a_table(spark, "/lake/s/not_yet")  # doctest: +SKIP
+        True
+        >>> visibly_not_a_table(spark, "s3a://bucket/lake/s/not_yet")  # doctest: +SKIP
+        False
+    """
+    parts = urlsplit(path)
+    if parts.scheme not in ("", "file") or not driver_on_this_machine(spark):
+        return False
+    local = parts.path if parts.scheme else path
+    try:
+        names = os.listdir(os.path.join(local, "_delta_log"))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return not any(_LOG_ENTRY_RE.match(name) for name in names)
 
 
 def history(spark: SparkSession, path: str, limit: Optional[int] = None) -> DataFrame:
@@ -71,8 +122,11 @@ def history_rows(spark: SparkSession, path: str, limit: int, *columns: str) -> O
     ``path`` holds no Delta table."""
     from pyspark.errors import AnalysisException
 
+    if visibly_not_a_table(spark, path):
+        return None
     try:
-        return history(spark, path, limit).select(*columns).collect()
+        with errors_reported_by_caller():
+            return history(spark, path, limit).select(*columns).collect()
     except AnalysisException as exc:
         if exc.getCondition() in NOT_A_DELTA_TABLE:
             return None

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Optional
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import HIVE_CATALOG, session_catalog_kind
 from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.spec import HISTORY_COLUMNS, RESERVED_TABLE_SUFFIX, TableUri, quote_identifier
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import SparkSession
 
 
-#: What Spark answers for a name its catalog does not know.
-TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"
+#: What Spark answers for a schema its catalog does not know.
 SCHEMA_NOT_FOUND = "SCHEMA_NOT_FOUND"
 
 #: Per live session, the tables registered in it: ``{sql name: path}``. Weakly keyed: an
@@ -45,7 +45,7 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
         if known.get(uri.sql_name) == path:
             return
         ensure_schema(spark, lake, uri.schema)
-        location = _registered_location(spark, uri)
+        location = _registered_location(spark, uri, path)
         if location is not None:
             if _same_location(location, path):
                 known[uri.sql_name] = path
@@ -57,7 +57,8 @@ def register_table(spark: SparkSession, lake: Lake, uri: TableUri) -> None:
             # In SQL, not spark.catalog.createTable: over Spark Connect that call also
             # fetches the new table's rows to the client (a 20M-row first write failed
             # after its commit with TaskResultLost). CREATE TABLE reads only the log.
-            spark.sql(f"CREATE TABLE {_quoted_name(uri)} USING DELTA LOCATION {sql_string(path)}")
+            with errors_reported_by_caller():  # ALREADY_EXISTS below is expected
+                spark.sql(f"CREATE TABLE {_quoted_name(uri)} USING DELTA LOCATION {sql_string(path)}")
         except Exception as exc:
             # Another run on the shared engine registered it first: fine if it points here.
             if "ALREADY_EXISTS" not in str(exc) or not _same_location(_location(spark, uri), path):
@@ -113,27 +114,47 @@ def is_history_table(spark: SparkSession, uri: TableUri) -> bool:
     return set(HISTORY_COLUMNS) <= columns
 
 
-def _registered_location(spark: SparkSession, uri: TableUri) -> Optional[str]:
+def _registered_location(spark: SparkSession, uri: TableUri, path: str) -> Optional[str]:
     """Where the catalog's ``uri`` name points (``""`` for a view), or ``None`` when the
-    catalog knows no such name; a name whose files are gone is forgotten.
+    catalog knows no such name; a Delta table's name whose files are gone is forgotten.
 
-    One ``DESCRIBE`` answers both questions (a statement each is a round trip to the engine
-    and an analysis there, on every registration of every run). A name left pointing at a
+    One ``SHOW TABLE EXTENDED`` answers both questions (a statement each is a round trip to
+    the engine and an analysis there, on every registration of every run), and a name the
+    catalog does not know is an empty answer, not an error: ``DESCRIBE TABLE`` of it raised
+    ``TABLE_OR_VIEW_NOT_FOUND``, which PySpark logged at ERROR level with a stack trace on
+    every table's first write. A name left pointing somewhere other than ``path`` at a
     deleted or moved lake (the catalog outlives a lake root in a long-lived session) makes
     Delta fail every lookup of it; there is no data left to lose, so the name is dropped and
     registered again at the lake's path.
     """
+    rows = spark.sql(f"SHOW TABLE EXTENDED IN {quote_identifier(uri.schema)} LIKE {sql_string(uri.table)}").collect()
+    information = next(
+        (row["information"] for row in rows if not row["isTemporary"] and row["tableName"].lower() == uri.table.lower()),
+        None,
+    )
+    if information is None:
+        return None
+    fields = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
+    location = fields.get("Location", "")
+    if location and not _same_location(location, path) and fields.get("Provider", "").lower() == "delta":
+        if _files_gone(spark, uri):
+            spark.sql(f"DROP TABLE IF EXISTS {_quoted_name(uri)}")
+            return None
+    return location
+
+
+def _files_gone(spark: SparkSession, uri: TableUri) -> bool:
+    """Whether the Delta table ``uri`` names has lost its files (Delta then fails its lookups)."""
     from pyspark.errors import AnalysisException
 
     try:
-        return _location(spark, uri)
+        with errors_reported_by_caller():  # the error is the answer
+            _location(spark, uri)
     except AnalysisException as exc:
-        if exc.getCondition() == TABLE_NOT_FOUND:
-            return None
         if "DELTA_PATH_DOES_NOT_EXIST" not in str(exc):
             raise
-    spark.sql(f"DROP TABLE IF EXISTS {_quoted_name(uri)}")
-    return None
+        return True
+    return False
 
 
 def _quoted_name(uri: TableUri) -> str:
@@ -179,7 +200,8 @@ def ensure_schema(spark: SparkSession, lake: Lake, schema: str) -> None:
     literal = sql_string(location)
     try:
         # One call for "exists?" and "where?": each is a round trip to the engine.
-        current: Optional[str] = spark.catalog.getDatabase(schema).locationUri or ""
+        with errors_reported_by_caller():  # SCHEMA_NOT_FOUND is an answer
+            current: Optional[str] = spark.catalog.getDatabase(schema).locationUri or ""
     except AnalysisException as exc:
         if exc.getCondition() != SCHEMA_NOT_FOUND:
             raise

@@ -11,4 +11,11 @@ Layered bottom up, each module importing only those below it:
 - :mod:`~assetlake_dagster.spark.engine`: the lake's warm shared engine, as its clients see it.
 - :mod:`~assetlake_dagster.spark.engine_supervisor`: the process that owns the engine's JVM.
 - :mod:`~assetlake_dagster.spark.sessions`: which of these a run's sessions come from.
+
+Beside them, importing none of them (it takes a session, whatever its kind):
+
+- :mod:`~assetlake_dagster.spark.python_values`: Python values becoming Spark values (a naive
+  timestamp is a wall time in the session's zone, ``spark.sql.session.timeZone``).
+- :mod:`~assetlake_dagster.spark.error_logs`: expected errors checked without PySpark
+  logging them at ERROR level (a clean run's log holds no ERROR line).
 """

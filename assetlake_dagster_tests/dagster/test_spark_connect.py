@@ -625,3 +625,62 @@ def test_registering_a_table_over_spark_connect_reads_none_of_its_rows(remote, l
     location = next(r["data_type"] for r in rows if r["col_name"] == "Location")
     assert location.removeprefix("file:").rstrip("/") == path
     assert [f.name for f in spark.table(uri.sql_name).schema.fields] == ["id"]
+
+@pytest.fixture
+def in_tokyo():
+    """This (client) process's local zone set to Asia/Tokyo while the test runs; restored after."""
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def test_naive_timestamps_are_session_wall_times_over_spark_connect(remote, lake_root, tmp_path, in_tokyo):
+    """As spark/test_session_time_zone.py, from a Connect client in Tokyo: a seed, a pandas
+    output and a SQL unit test's rows load the instants of the session's zone (UTC)."""
+    import pandas as pd
+
+    from assetlake_dagster.lake.delta_sql import path_identifier
+    from assetlake_dagster.sql_test_run import assert_sql_tests_pass
+
+    resource, session = remote
+    assert session.conf.get("spark.sql.session.timeZone") == "UTC"
+    project = tmp_path / "project"
+    (project / "ref").mkdir(parents=True)
+    (project / "ref" / "events.csv").write_text("-- seed delta://ref/events key=id\nid,at\n1,2024-01-02 09:30:00\n")
+
+    @dg.asset(key=["raw", "pandas_events"])
+    def pandas_events() -> pd.DataFrame:
+        return pd.DataFrame({
+            "id": [1],
+            "at": pd.to_datetime(["2024-01-02 09:30:00"]),
+            "boxed": pd.Series([dt.datetime(2024, 1, 2, 9, 30)], dtype=object),
+        })
+
+    defs = build_definitions(str(project), spark=resource, python_assets=[pandas_events])
+    run(defs, ["ref/events", "raw/pandas_events"], dg.DagsterInstance.ephemeral())
+    for table, column in (("ref/events", "at"), ("raw/pandas_events", "at"), ("raw/pandas_events", "boxed")):
+        path = path_identifier(os.path.join(lake_root, *table.split("/")))
+        row = session.sql(f"SELECT CAST({column} AS STRING) AS text, unix_micros({column}) AS micros FROM {path}").collect()[0]
+        assert (row.text, row.micros) == ("2024-01-02 09:30:00", 1704187800 * 10**6), (table, column)
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "recent.sql").write_text("-- materialize delta://mart/recent\n\nSELECT id, at, CAST(at AS STRING) AS at_text FROM raw.events\n")
+    (tests / "recent.tests.yml").write_text(
+        "tests:\n"
+        "  - name: inferred_rows\n"
+        "    given:\n"
+        "      raw.events: [{id: 1, at: 2024-01-02 09:30:00}]\n"
+        "    expect: [{id: 1, at: 2024-01-02 09:30:00, at_text: '2024-01-02 09:30:00'}]\n"
+    )
+    assert [r.passed for r in assert_sql_tests_pass(str(tests), session)] == [True]

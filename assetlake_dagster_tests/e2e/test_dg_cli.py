@@ -11,6 +11,7 @@ and ``dg dev`` serves the assets, their check, schedule and freshness policy in 
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,6 +22,7 @@ from pathlib import Path
 import deltalake
 import pytest
 
+from assetlake_dagster.spark.engine import WarmEngine
 from assetlake_dagster_tests.helpers import cli_env, free_port, graphql, stop_process_group
 
 TYPE = "assetlake_dagster.AssetlakeProjectComponent"
@@ -116,10 +118,38 @@ def test_scaffold_check_and_list_beside_a_plain_asset(project):
     assert sorted(r["name"] for r in listed["resources"]) == ["assetlake_io_manager", "io_manager", "spark"]
 
 
+def _error_lines(text: str) -> list[str]:
+    """The ERROR-level lines of a log: Dagster's ``- ERROR -``, PySpark's ``"level": "ERROR"``,
+    log4j's ``ERROR``; the first 300 characters of each."""
+    return [line[:300] for line in text.splitlines() if re.search(r"\bERROR\b", line)]
+
+
+def _engine_errors(text: str) -> list[str]:
+    """The ERROR lines of the engine's log but Spark Connect's own response-stream race: a
+    response sender displaced by the client's reattach logs ``INVALID_CURSOR.DISCONNECTED``
+    and the client retries (SPARK-44835); nothing failed. Seen once in three identical runs."""
+    lines = text.splitlines()
+    return [
+        line[:300] for i, line in enumerate(lines)
+        if re.search(r"\bERROR\b", line)
+        and not ("async-grpc-response-sender" in line and "INVALID_CURSOR.DISCONNECTED" in "".join(lines[i + 1 : i + 2]))
+    ]
+
+
 def test_launch_materializes_the_assets_into_delta(project):
+    """The project's first run, as a new user's: both tables land, and its terminal output and
+    the engine's log hold no ERROR line and no stack trace (a first write looks its table up
+    before it exists; that is answered without an error being logged)."""
+    engine_log = WarmEngine(os.environ["ASSETLAKE_ENGINE_DIR"]).log_path
+    logged_before = os.path.getsize(engine_log) if os.path.exists(engine_log) else 0
     proc = dg(project, "launch", "--assets", "analytics/example,analytics/totals")
     output = proc.stdout + proc.stderr
     assert "RUN_SUCCESS" in output, output[-3000:]
+    assert _error_lines(output) == [] and "Traceback" not in output, output[-3000:]
+    with open(engine_log, encoding="utf-8", errors="replace") as f:
+        f.seek(logged_before if os.path.getsize(engine_log) >= logged_before else 0)
+        engine_output = f.read()
+    assert _engine_errors(engine_output) == [], engine_output[-3000:]
     assert deltalake.DeltaTable(str(project.lake / "analytics" / "example")).to_pyarrow_table().to_pylist() == [
         {"id": 1, "greeting": "hello"}
     ]

@@ -17,7 +17,7 @@ from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.maintenance import Need, VacuumRefused, table_files, vacuum_table
 from assetlake_dagster.lake.restore import restore_table
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.maintenance import guarded_vacuum, needed_versions
+from assetlake_dagster.maintenance import ProjectAssets, guarded_vacuum, needed_versions
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster_tests.helpers import run_cli
 
@@ -112,7 +112,7 @@ def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spar
     resource = SparkDeltaResource(lake_root=lake_root)
     pinned_defs = dg.Definitions(assets=[dg.AssetSpec(["s", "t"]), pinned_reader], resources={"io_manager": DeltaIOManager(spark=resource)})
     since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
-    needs = needed_versions(instance, URI, dg.AssetKey(["s", "t"]), since=since, commit_times={}, defs=pinned_defs)
+    needs = needed_versions(instance, URI, dg.AssetKey(["s", "t"]), since=since, commit_times={}, project=ProjectAssets.of(pinned_defs))
     by_reason = sorted((n.version, n.reason.split(" of ")[0].split("'s input")[0]) for n in needs)
     assert by_reason == [
         (0, "pinned by s/pinned_reader"),
@@ -141,12 +141,13 @@ def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spar
             time.sleep(0.2)
         past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
         later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
-        needs = needed_versions(instance, URI, dg.AssetKey(["s", "t"]), since=later, commit_times={0: past, 1: past, 2: later})
+        none = ProjectAssets.of(dg.Definitions())  # a project without pinning inputs
+        needs = needed_versions(instance, URI, dg.AssetKey(["s", "t"]), since=later, commit_times={0: past, 1: past, 2: later}, project=none)
         assert [(n.version, n.reason.endswith("still in flight, started")) for n in needs] == [(1, True)]
         # Through the command's path: the version current when the run started is kept.
         spark.createDataFrame([(9,)], "n INT").write.format("delta").mode("overwrite").save(lake.table_path(other))
         with pytest.raises(VacuumRefused, match=r"version 1 \(current when run \w+, still in flight, started\)"):
-            guarded_vacuum(spark, lake, other, 0, instance)
+            guarded_vacuum(spark, lake, other, 0, instance, none)
     finally:
         release.set()
         runner.join(60)
