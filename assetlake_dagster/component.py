@@ -29,6 +29,8 @@ from assetlake_dagster.assets import SPARK_RESOURCE_KEY
 from assetlake_dagster.build import build_definitions
 from assetlake_dagster.errors import AssetlakeError, ConfigError, display_path
 from assetlake_dagster.io_manager import DeltaIOManager
+from assetlake_dagster.lake.identity import canonical_lake_root
+from assetlake_dagster.lake.storage import url_scheme
 from assetlake_dagster.neighbours import NeighbourTable
 from assetlake_dagster.project import load_project
 from assetlake_dagster.python_assets import PythonAsset, python_tables
@@ -220,7 +222,12 @@ class AssetlakeProjectComponent(Component, Resolvable):
 
     def _settings(self) -> dict[str, Any]:
         settings = self.spark.model_dump(exclude_none=True) if self.spark else {}
-        return {"lake_root": self.lake_root, **settings}
+        # A URL in canonical form: components on two spellings of one bucket are one lake (one
+        # resource, one engine). A local root stays as written; the Lake resolves it.
+        root = self.lake_root
+        if root and url_scheme(root) is not None:
+            root = canonical_lake_root(root)
+        return {"lake_root": root, **settings}
 
     def _name_suffix(self, context: ComponentLoadContext) -> str:
         """``__<folder>`` for the generated names when the project has other assetlake

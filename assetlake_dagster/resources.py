@@ -68,6 +68,8 @@ class SparkDeltaResource(dg.ConfigurableResource):
     lake_root: Optional[str] = Field(
         default=None,
         description="Folder or URL holding the Delta tables (delta://s/t lives at <lake_root>/s/t). "
+        "Used in canonical form: s3:// and s3n:// are s3a://, case and extra slashes do not make "
+        "another lake; no credentials in the URL. "
         "Default: $ASSETLAKE_LAKE_ROOT, else .assetlake/lake under the current directory.",
     )
     mode: Optional[str] = Field(
@@ -95,7 +97,10 @@ class SparkDeltaResource(dg.ConfigurableResource):
     spark_conf: dict[str, str] = Field(
         default_factory=dict,
         description="Extra Spark settings; they win over the defaults. With the engine, static settings "
-        "apply when it starts (`assetlake engine stop` to restart it) and SQL settings to each session.",
+        "apply when it starts (`assetlake engine stop` to restart it) and SQL settings to each session. "
+        "Settings named like secrets (secret, token, password, credential, key; fs.azure.*, "
+        "google.cloud.auth.*) reach the engine through a file only you can read, never a command line, "
+        "and show as *** in errors.",
     )
     s3_endpoint: Optional[str] = Field(
         default=None,
@@ -166,7 +171,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
         if not root:
             return None
         prod = Lake(root, s3_settings=self.s3_settings())
-        if prod.root.rstrip("/") == self.lake.root.rstrip("/"):
+        if prod == self.lake:  # canonical roots: any spelling of this lake is this lake
             raise ConfigError(
                 f"defer_to ({DEFER_ENV}) is the lake root itself ({prod.root}). Point it at the prod lake, "
                 "and lake_root at a dev lake of your own."

@@ -140,7 +140,10 @@ def spark(tmp_path_factory):
     patches = pytest.MonkeyPatch()
     arrow_rows.install(patches)
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = build_spark_session(master="local[2]", warehouse_dir=str(warehouse))
+    # A setting named like a secret: spark/test_secret_settings_local.py checks that it reached
+    # the JVM and not its command line.
+    secret = {"spark.assetlake.test.token": "suite-token-" + os.urandom(6).hex()}
+    session = build_spark_session(master="local[2]", warehouse_dir=str(warehouse), spark_conf=secret)
     # Fail loudly, here, if Delta is not on the classpath.
     probe = str(tmp_path_factory.mktemp("probe") / "t")
     session.range(1).write.format("delta").save(probe)

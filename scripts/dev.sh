@@ -4,8 +4,8 @@
 # warm Spark engine its runs shared stops after its idle timeout or `.venv/bin/assetlake engine stop`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-case "${ASSETLAKE_LAKE_ROOT:-}" in
-  s3a://*|s3://*) bash scripts/setup.sh --with s3 ;;  # a lake in a bucket: S3A's jars too
+case "$(printf '%s' "${ASSETLAKE_LAKE_ROOT:-}" | tr '[:upper:]' '[:lower:]')" in
+  s3a://*|s3://*|s3n://*) bash scripts/setup.sh --with s3 ;;  # a lake in a bucket: S3A's jars too
   *) bash scripts/setup.sh ;;
 esac
 export SPARK_LOCAL_IP=127.0.0.1

@@ -24,12 +24,13 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import Optional
 
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.lake.identity import canonical_lake_root, lake_key
+from assetlake_dagster.lake.storage import url_scheme
 
 CATALOG_ENV = "ASSETLAKE_CATALOG"
 METASTORE_URIS_ENV = "ASSETLAKE_HIVE_METASTORE_URIS"
@@ -133,16 +134,19 @@ class CatalogSettings:
 
 def default_metastore_dir(lake_root: str) -> str:
     """``<lake_root>/.assetlake/metastore`` for a local lake (beside the engine's state);
-    ``~/.cache/assetlake/metastores/<hash of the root>`` for an object-store URL.
+    ``~/.cache/assetlake/metastores/<key of the root>`` for an object-store URL. Derived from
+    the canonical root, so every spelling of one lake has the same metastore.
 
     Example:
         >>> default_metastore_dir("/data/lake")
         '/data/lake/.assetlake/metastore'
+        >>> default_metastore_dir("s3://Bucket//lake/") == default_metastore_dir("s3a://bucket/lake")
+        True
     """
-    if "://" in lake_root:
-        digest = hashlib.sha256(lake_root.rstrip("/").encode("utf-8")).hexdigest()[:16]
-        return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "metastores", digest)
-    return os.path.join(lake_root, ".assetlake", "metastore")
+    root = canonical_lake_root(lake_root)
+    if url_scheme(root) is not None:
+        return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "metastores", lake_key(root))
+    return os.path.join(root, ".assetlake", "metastore")
 
 
 def embedded_metastore_rule(settings: CatalogSettings, what: str) -> str:

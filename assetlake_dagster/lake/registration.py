@@ -169,7 +169,19 @@ def _location(spark: SparkSession, uri: TableUri) -> str:
 
 
 def _same_location(location: str, path: str) -> bool:
-    return location.removeprefix("file:").rstrip("/") == path.removeprefix("file:").rstrip("/")
+    """Whether a catalog's location is ``path``, whatever its spelling (``s3://`` for the
+    lake's ``s3a://``, a ``file:`` prefix, a trailing slash)."""
+    from assetlake_dagster.lake.identity import canonical_lake_root
+
+    def canonical(text: str) -> str:
+        if text.startswith("file:"):
+            text = "/" + text.removeprefix("file:").lstrip("/")
+        try:
+            return canonical_lake_root(text)
+        except Exception:  # noqa: BLE001 - a location the lake would refuse is simply another place
+            return text.rstrip("/")
+
+    return canonical(location) == canonical(path)
 
 
 def _drop_external(spark: SparkSession, uri: TableUri, path: str) -> None:

@@ -5,6 +5,9 @@ allow-listed by :class:`~assetlake_dagster.spec.TableUri`, and every resolved pa
 checked to stay inside the lake root, so no URI, symlink or setting can point a write
 elsewhere. A table's path never goes through a symlink inside the lake either: such a link
 could alias two tables or nest one inside another's folder.
+
+A lake holds its root in canonical form (:func:`~assetlake_dagster.lake.identity.canonical_lake_root`):
+``s3://B//lake/`` and ``s3a://b/lake`` are one lake, with one engine and one path per table.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from assetlake_dagster.lake.delta_sql import is_delta_table
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.files import LakeFiles, lake_files
 from assetlake_dagster.spark.session import is_connect_session
-from assetlake_dagster.lake.storage import S3Settings, is_s3, validate_store_url
+from assetlake_dagster.lake.identity import canonical_lake_root
+from assetlake_dagster.lake.storage import S3Settings, is_s3, url_scheme
 from assetlake_dagster.spec import TableUri
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
@@ -25,7 +29,6 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
 
 DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
 LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"
-_URL_SCHEMES = ("s3://", "s3a://", "gs://", "abfss://", "hdfs://", "dbfs:/", "file:/")
 
 
 def default_lake_root() -> str:
@@ -35,12 +38,17 @@ def default_lake_root() -> str:
 
 @dataclass(frozen=True)
 class Lake:
-    """A lake root: a local folder or an object-store URL.
+    """A lake root: a local folder or an object-store URL, held in canonical form (two
+    spellings of one place are equal lakes).
 
     Example:
         >>> lake = Lake("/data/lake")
         >>> lake.table_path(TableUri("analytics", "orders"))
         '/data/lake/analytics/orders'
+        >>> Lake("S3://My-Bucket//lake/").root
+        's3a://my-bucket/lake'
+        >>> Lake("s3://my-bucket/lake") == Lake("s3a://my-bucket/x/../lake")
+        True
     """
 
     root: str
@@ -48,20 +56,15 @@ class Lake:
     s3_settings: Optional[S3Settings] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.root:
-            raise ConfigError("the lake root is empty. Set ASSETLAKE_LAKE_ROOT or lake_root.")
-        if not self.is_url:
-            object.__setattr__(self, "root", os.path.realpath(os.path.expanduser(self.root)))
-        else:
-            validate_store_url(self.root)
+        object.__setattr__(self, "root", canonical_lake_root(self.root))
 
     @property
     def is_url(self) -> bool:
-        return self.root.startswith(_URL_SCHEMES)
+        return url_scheme(self.root) is not None
 
     @property
     def is_s3(self) -> bool:
-        """Whether the lake is on S3 (``s3a://``, ``s3://``)."""
+        """Whether the lake is on S3 (its root is ``s3a://…``; ``s3://``, ``s3n://`` are spellings of it)."""
         return is_s3(self.root)
 
     @property
@@ -84,7 +87,7 @@ class Lake:
     def table_path(self, uri: TableUri) -> str:
         """The storage location of a table, guaranteed to be inside the lake root."""
         if self.is_url:
-            # Segments are allow-listed identifiers: no '..', no '/', nothing to normalise.
+            # Segments are allow-listed identifiers and the root is canonical: nothing to normalise.
             return f"{self.root.rstrip('/')}/{uri.schema}/{uri.table}"
         own = os.path.join(self.root, uri.schema, uri.table)
         path = os.path.realpath(own)

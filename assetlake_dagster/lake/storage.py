@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # PyArrow loads when a reader needs it
     import pyarrow.fs
 
 PATH_STYLE_ENV = "ASSETLAKE_S3_PATH_STYLE"
-#: Object-store URL schemes by store. ``s3://`` is served by Hadoop's S3A like ``s3a://``.
-S3_SCHEMES = ("s3a", "s3")
+#: Object-store URL schemes by store. ``s3://`` and ``s3n://`` are served by Hadoop's S3A like
+#: ``s3a://``; a lake root is always written ``s3a://`` (:mod:`~assetlake_dagster.lake.identity`).
+S3_SCHEMES = ("s3a", "s3", "s3n")
 AZURE_SCHEMES = ("abfss", "abfs")
 GCS_SCHEMES = ("gs",)
 OBJECT_STORE_SCHEMES = S3_SCHEMES + AZURE_SCHEMES + GCS_SCHEMES
@@ -60,43 +61,20 @@ def url_scheme(root: str) -> Optional[str]:
 
 
 def is_s3(root: str) -> bool:
-    """Whether the lake root is an S3 URL (``s3a://`` or ``s3://``)."""
+    """Whether the lake root is an S3 URL (``s3a://``, or its aliases ``s3://``, ``s3n://``)."""
     return url_scheme(root) in S3_SCHEMES
 
 
-def validate_store_url(root: str) -> None:
-    """Refuse an object-store URL without a bucket, or with ``..``/empty segments.
-
-    Raises:
-        ConfigError: naming the URL and how to write it.
+def is_s3_bucket_name(name: str) -> bool:
+    """Whether ``name`` follows S3's bucket naming rules (lower case, digits, dots, hyphens;
+    3-63 characters). A lake root's URL is checked by
+    :func:`~assetlake_dagster.lake.identity.canonical_lake_root`.
 
     Example:
-        >>> validate_store_url("s3a://my-bucket/lake")
-        >>> validate_store_url("s3a://my-bucket/a/../b")
-        Traceback (most recent call last):
-        ...
-        assetlake_dagster.errors.ConfigError: the lake root 's3a://my-bucket/a/../b' has a '..' or empty path segment. Write the prefix plainly, e.g. s3a://my-bucket/lake.
+        >>> is_s3_bucket_name("my-bucket"), is_s3_bucket_name("My_Bucket")
+        (True, False)
     """
-    scheme = url_scheme(root)
-    if scheme not in OBJECT_STORE_SCHEMES:
-        return
-    parts = urlsplit(root)
-    bucket = parts.netloc.split("@")[-1]
-    example = f"{scheme}://my-bucket/lake"
-    if not bucket:
-        raise ConfigError(f"the lake root {root!r} names no bucket or container. Write it as {example}.")
-    if scheme in S3_SCHEMES and not _BUCKET.match(bucket):
-        raise ConfigError(
-            f"the lake root {root!r} names {bucket!r}, which is not an S3 bucket name (3-63 characters: "
-            f"lower-case letters, digits, dots, hyphens). Write it as {example}."
-        )
-    path = parts.path[1:] if parts.path.startswith("/") else parts.path
-    path = path[:-1] if path.endswith("/") else path  # one trailing slash is harmless
-    segments = path.split("/") if path else []
-    if any(s in ("", ".", "..") for s in segments) or parts.query or parts.fragment:
-        raise ConfigError(
-            f"the lake root {root!r} has a '..' or empty path segment. Write the prefix plainly, e.g. {example}."
-        )
+    return bool(_BUCKET.match(name))
 
 
 @dataclass(frozen=True)
@@ -250,7 +228,8 @@ def has_multi_driver_log_store(spark_conf: Mapping[str, str]) -> bool:
         >>> has_multi_driver_log_store({})
         False
     """
-    keys = ("spark.delta.logStore.s3a.impl", "spark.delta.logStore.s3.impl", "spark.delta.logStore.class")
+    # A lake's tables are s3a:// paths (its canonical root): ``…logStore.s3.impl`` covers none.
+    keys = ("spark.delta.logStore.s3a.impl", "spark.delta.logStore.class")
     return any(spark_conf.get(key) == MULTI_DRIVER_LOG_STORE for key in keys)
 
 

@@ -12,6 +12,11 @@ From a shell (runs until Ctrl-C)::
 The server reads and writes the lake itself, so a local lake root must be a folder the
 server sees at the same path (the same machine, or a shared mount); object stores work
 as they are.
+
+Secret settings (:mod:`assetlake_dagster.spark.secret_settings`) never go on a command line:
+``spark-submit`` reads them from a ``--properties-file`` only its owner can read, in the
+folder of the server's log, removed once the server listens; this module's own command
+takes them from ``--conf-file FILE`` and refuses them in ``--conf``.
 """
 
 import argparse
@@ -27,6 +32,13 @@ from dataclasses import dataclass, field
 from typing import IO, Optional
 
 from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.spark.secret_settings import (
+    is_secret_setting,
+    properties_text,
+    redact,
+    split_secret_settings,
+    write_private_file,
+)
 from assetlake_dagster.spark.install import with_archive, with_throughput_gc
 from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, pyspark_home, with_delta_jars
 
@@ -106,6 +118,7 @@ def start_connect_server(
     warehouse_dir: Optional[str] = None,
     log_path: Optional[str] = None,
     timeout: float = START_TIMEOUT_S,
+    pass_fds: Sequence[int] = (),
 ) -> ConnectServer:
     """Start a Spark Connect server with Delta and wait until it accepts connections.
 
@@ -118,6 +131,8 @@ def start_connect_server(
         warehouse_dir: ``spark.sql.warehouse.dir`` of the server's catalog.
         log_path: where the server writes its log (default: a new temporary file).
         timeout: seconds to wait for the port to accept connections.
+        pass_fds: file descriptors the server's process keeps open (the engine's
+            :class:`~assetlake_dagster.spark.loopback.LoopbackGuard`).
 
     Returns:
         The running server; call :meth:`ConnectServer.stop` (or use it as a context
@@ -133,7 +148,7 @@ def start_connect_server(
     """
     return start_spark_server(
         port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir,
-        log_path=log_path, timeout=timeout,
+        log_path=log_path, timeout=timeout, pass_fds=pass_fds,
     )
 
 
@@ -149,6 +164,7 @@ def start_spark_server(
     main_class: str = SERVER_CLASS,
     app_args: Sequence[str] = (),
     label: str = "Spark Connect server",
+    pass_fds: Sequence[int] = (),
 ) -> ConnectServer:
     """Start a Spark server application with Delta (``main_class``: Spark Connect by
     default, or Spark's Thrift JDBC server) and wait until ``port`` accepts connections.
@@ -164,31 +180,46 @@ def start_spark_server(
     if log_path is None:
         log_path = os.path.join(tempfile.mkdtemp(prefix="assetlake-connect-"), "server.log")
     log = open(log_path, "ab")
-    command, class_path = _server_launch(
+    command, class_path, secret = _server_launch(
         port, host=host, master=master, spark_conf=spark_conf, warehouse_dir=warehouse_dir,
         main_class=main_class, app_args=app_args, label=label,
     )
+    properties = None
+    if secret:
+        # Read by spark-submit's launcher and again by the server's JVM as it starts: kept
+        # until the server listens, then removed. spark-defaults.conf stays loaded as without it.
+        properties = write_private_file(os.path.dirname(os.path.abspath(log_path)), "spark-secret-", ".properties",
+                                        properties_text(secret))
+        command[1:1] = ["--properties-file", properties, "--load-spark-defaults"]
     env = server_env(host)
     env.update(class_path_env(class_path, env))
     try:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # its own process group: stop() ends the JVM and its children
-        )
-    except OSError as exc:
-        log.close()
-        raise ConnectServerError(f"could not run spark-submit: {exc}") from exc
-    server = ConnectServer(host=host, port=port, log_path=log_path, process=process, label=label, _log=log)
-    try:
-        _wait_until_listening(server, timeout)
-    except BaseException:
-        server.stop()
-        raise
-    return server
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # its own process group: stop() ends the JVM and its children
+                pass_fds=tuple(pass_fds),
+            )
+        except OSError as exc:
+            log.close()
+            raise ConnectServerError(f"could not run spark-submit: {exc}") from exc
+        server = ConnectServer(host=host, port=port, log_path=log_path, process=process, label=label, _log=log)
+        try:
+            _wait_until_listening(server, timeout)
+        except ConnectServerError as exc:
+            server.stop()
+            raise ConnectServerError(redact(str(exc), secret.values())) from None
+        except BaseException:
+            server.stop()
+            raise
+        return server
+    finally:
+        if properties is not None:
+            os.remove(properties)
 
 
 def server_command(
@@ -199,7 +230,8 @@ def server_command(
     spark_conf: Optional[Mapping[str, str]] = None,
     warehouse_dir: Optional[str] = None,
 ) -> list[str]:
-    """The ``spark-submit`` command line that runs the server.
+    """The ``spark-submit`` command line that runs the server, without its secret settings
+    (:func:`start_spark_server` gives them in a private ``--properties-file``).
 
     Example:
         >>> command = server_command(15002)
@@ -219,8 +251,9 @@ def _server_launch(
     main_class: str = SERVER_CLASS,
     app_args: Sequence[str] = (),
     label: str = "Spark Connect server",
-) -> tuple[list[str], list[str]]:
-    """The server's ``spark-submit`` command and the jars for its class path."""
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """The server's ``spark-submit`` command, the jars for its class path, and the secret
+    settings the command leaves out."""
     conf: dict[str, str] = {**EMBEDDED_DEFAULTS, **DELTA_EXTENSIONS}
     conf["spark.connect.grpc.binding.address"] = host
     conf["spark.connect.grpc.binding.port"] = str(port)
@@ -236,12 +269,13 @@ def _server_launch(
         command += ["--jars", conf.pop("spark.jars")]
     if conf.get("spark.jars.packages"):
         command += ["--packages", conf.pop("spark.jars.packages")]
-    for key, value in conf.items():
+    public, secret = split_secret_settings(conf)
+    for key, value in public.items():
         command += ["--conf", f"{key}={value}"]
     if app_args:
         # A class inside Spark's own jars has no application jar: spark-submit's placeholder.
         command += ["spark-internal", *app_args]
-    return command, class_path
+    return command, class_path, secret
 
 
 def server_env(host: str = DEFAULT_HOST) -> dict[str, str]:
@@ -321,14 +355,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--warehouse-dir", help="spark.sql.warehouse.dir of the server")
     parser.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
+        "--conf", action="append", default=[], metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable); not a secret one: a command line is visible to every local user",
+    )
+    parser.add_argument(
+        "--conf-file", metavar="FILE",
+        help="Spark settings, one KEY=VALUE a line (# comments), in a file only you can read (chmod 600): "
+        "the way to give secret settings (keys, tokens, passwords)",
     )
     args = parser.parse_args(argv)
     conf = {}
+    if args.conf_file:
+        try:
+            conf.update(read_conf_file(args.conf_file))
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            parser.error(f"--conf {item!r}: expected KEY=VALUE")
+            parser.error(f"--conf {key if is_secret_setting(key) else item!r}: expected KEY=VALUE")
+        if is_secret_setting(key):
+            parser.error(
+                f"--conf {key}=***: a secret setting on a command line is visible to every local user (ps). "
+                "Put it in a file only you can read (chmod 600) and pass --conf-file FILE."
+            )
         conf[key] = value
     try:
         server = start_connect_server(
@@ -338,6 +388,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return serve_until_stopped(server, f"Spark Connect with Delta at {server.url}")
+
+
+def read_conf_file(path: str) -> dict[str, str]:
+    """The settings of a ``--conf-file``: one ``KEY=VALUE`` a line, ``#`` comments.
+
+    Raises:
+        ValueError: the file can be read by other users, or a line is not ``KEY=VALUE``.
+    """
+    if os.stat(path).st_mode & 0o077:
+        raise ValueError(f"--conf-file {path} can be read by other users. Make it yours alone: chmod 600 {path}")
+    conf = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            key, sep, value = text.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"{path}:{number}: expected KEY=VALUE.")
+            conf[key.strip()] = value.strip()
+    return conf
 
 
 def serve_until_stopped(server: ConnectServer, banner: str) -> int:

@@ -26,13 +26,16 @@ lease, check and stop an engine.
 Trust model: the server listens on loopback only and requires a random pre-shared token
 (Spark Connect's ``spark.connect.authenticate.token``) that only the state file holds,
 readable by its owner alone. It runs as the user who started it and reads and writes
-that user's files: it is a personal engine, not a multi-user service.
+that user's files: it is a personal engine, not a multi-user service. Clients dial
+``localhost`` (PySpark sends a token over a plain channel to no other host), and the engine
+holds every address that name resolves to, so no other local process can take the token
+(:mod:`assetlake_dagster.spark.loopback`). Secret settings of ``spark_conf`` reach the engine
+through a private file, never a command line (:mod:`assetlake_dagster.spark.secret_settings`).
 """
 
 import atexit
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -47,6 +50,10 @@ from typing import Any, Optional
 
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake.catalog import CATALOG_IMPLEMENTATION_CONF, IMPLEMENTATIONS, SESSION_CATALOG
+from assetlake_dagster.lake.identity import canonical_lake_root, lake_key
+from assetlake_dagster.lake.storage import url_scheme
+from assetlake_dagster.spark.loopback import unguarded_addresses
+from assetlake_dagster.spark.secret_settings import redact, split_secret_settings, write_private_file
 
 ENGINE_DIR_ENV = "ASSETLAKE_ENGINE_DIR"
 IDLE_TIMEOUT_ENV = "ASSETLAKE_ENGINE_IDLE_TIMEOUT"
@@ -60,7 +67,8 @@ START_TIMEOUT_S = 300.0
 HOST = "127.0.0.1"
 #: What an engine records of its catalog when it was started without one chosen.
 DEFAULT_CATALOG_IMPLEMENTATION = IMPLEMENTATIONS[SESSION_CATALOG]
-#: The client must say "localhost" to send its token over a plain loopback channel.
+#: The client must say "localhost" to send its token over a plain loopback channel (PySpark
+#: 4.0.1 checks the name, not the address); the engine holds every address it names.
 CLIENT_HOST = "localhost"
 #: The supervisor's module; its name in a process's command line marks an engine supervisor.
 SUPERVISOR_MODULE = "assetlake_dagster.spark.engine_supervisor"
@@ -118,11 +126,13 @@ class EngineState:
 
 def default_engine_dir(lake_root: str) -> str:
     """``$ASSETLAKE_ENGINE_DIR``, else ``<lake_root>/.assetlake/engine`` for a local lake and
-    ``~/.cache/assetlake/engines/<hash of the root>`` for an object-store URL.
+    ``~/.cache/assetlake/engines/<key of the root>`` for an object-store URL.
 
     The state folder needs local file locks and a private state file, which a bucket has
-    not; one folder per lake root on this machine keeps one engine (one Spark driver, the
-    single writer Delta's S3 log store needs) per lake.
+    not; one folder per lake on this machine keeps one engine (one Spark driver, the single
+    writer Delta's S3 log store needs) per lake. The folder is derived from the canonical
+    root (:func:`~assetlake_dagster.lake.identity.canonical_lake_root`), so every spelling
+    of one lake (``s3://B//lake/``, ``s3a://b/lake``) has the same engine.
 
     Example:
         >>> os.environ.pop(ENGINE_DIR_ENV, None) and None
@@ -130,14 +140,16 @@ def default_engine_dir(lake_root: str) -> str:
         '/data/lake/.assetlake/engine'
         >>> default_engine_dir("s3a://bucket/lake").startswith(os.path.expanduser("~/.cache/assetlake/engines/"))
         True
+        >>> default_engine_dir("S3://Bucket//lake/") == default_engine_dir("s3a://bucket/lake")
+        True
     """
     chosen = os.environ.get(ENGINE_DIR_ENV)
     if chosen:
         return chosen
-    if "://" in lake_root:
-        digest = hashlib.sha256(lake_root.rstrip("/").encode("utf-8")).hexdigest()[:16]
-        return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "engines", digest)
-    return os.path.join(lake_root, ".assetlake", "engine")
+    root = canonical_lake_root(lake_root)
+    if url_scheme(root) is not None:
+        return os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "engines", lake_key(root))
+    return os.path.join(root, ".assetlake", "engine")
 
 
 def default_idle_timeout() -> float:
@@ -301,6 +313,10 @@ class WarmEngine:
             return f"its supervisor (pid {state.supervisor_pid}) is gone"
         if not pid_alive(state.server_pid):
             return f"its server (pid {state.server_pid}) is gone"
+        unguarded = unguarded_addresses(state.port, bound=state.host)
+        if unguarded:
+            return (f"it does not hold port {state.port} on {', '.join(unguarded)}, which localhost also names "
+                    "(another process could listen there and receive its token)")
         error = probe(state, self.health_timeout)
         if error is not None:
             return f"it does not answer ({error}); its log is {state.log_path}"
@@ -342,8 +358,14 @@ class WarmEngine:
         ]
         if self.warehouse_dir:
             command += ["--warehouse-dir", self.warehouse_dir]
-        for key, value in self.spark_conf.items():
+        public, secret = split_secret_settings(self.spark_conf)
+        for key, value in public.items():
             command += ["--conf", f"{key}={value}"]
+        secret_file = None
+        if secret:
+            # Not on the command line (every local user sees it): the supervisor reads and removes this file.
+            secret_file = write_private_file(self.state_dir, "engine-secret-", ".json", json.dumps(secret))
+            command += ["--secret-conf", secret_file]
         self._say(f"assetlake: starting the warm Spark engine (log: {self.log_path}) …")
         with open(self.log_path, "ab") as log:
             process = subprocess.Popen(
@@ -362,14 +384,16 @@ class WarmEngine:
                 self._say(f"assetlake: warm Spark engine ready at {state.display_url} in {time.time() - started:.1f} s")
                 return state
             if code is not None:
-                tail = _tail(self.log_path)
+                _remove_quietly(secret_file)
+                tail = redact(_tail(self.log_path), self.spark_conf)
                 raise EngineError(
                     f"the warm Spark engine did not start (exit code {code}). {start_failure_hint(tail)}"
                     f"Log tail ({self.log_path}):\n{tail}"
                 )
             time.sleep(0.2)
         _signal(process.pid, signal.SIGKILL, group=True)
-        tail = _tail(self.log_path)
+        _remove_quietly(secret_file)
+        tail = redact(_tail(self.log_path), self.spark_conf)
         raise EngineError(
             f"the warm Spark engine did not start within {START_TIMEOUT_S:.0f} s. {start_failure_hint(tail)}"
             f"Log tail ({self.log_path}):\n{tail}"
@@ -643,6 +667,12 @@ def start_failure_hint(log_tail: str) -> str:
         "(or the folder $ASSETLAKE_JARS_DIR names); behind a proxy, give Spark an Ivy settings file "
         "(spark.jars.ivySettings). "
     )
+
+
+def _remove_quietly(path: Optional[str]) -> None:
+    if path is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
 
 
 def _tail(path: str, lines: int = 40) -> str:

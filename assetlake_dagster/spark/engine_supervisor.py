@@ -9,6 +9,12 @@ reason in ``engine.exit`` when the JVM dies on its own. Each poll it also interr
 operations of client processes that died (:class:`DeadClientReaper`): a run killed
 mid-write must not commit after its death. The client side (finding, starting,
 leasing, stopping an engine) is :mod:`assetlake_dagster.spark.engine`.
+
+Its command line holds no secret: the client gives the secret settings
+(:mod:`assetlake_dagster.spark.secret_settings`) in a file of the state folder that only
+its owner can read (``--secret-conf``), which the supervisor removes once read; the token
+goes through the environment. Beside the server's 127.0.0.1, it holds the port on every
+other address ``localhost`` names (:mod:`assetlake_dagster.spark.loopback`).
 """
 
 import argparse
@@ -47,6 +53,7 @@ def serve(
 ) -> int:
     """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
     from assetlake_dagster.spark.connect_server import ConnectServerError, free_port, start_connect_server
+    from assetlake_dagster.spark.loopback import LoopbackGuard, LoopbackGuardError
 
     engine = WarmEngine(state_dir, master=master, idle_timeout=idle_timeout)
     stopping = threading.Event()
@@ -68,20 +75,29 @@ def serve(
         with open(log4j, "w", encoding="utf-8") as f:
             f.write(_LOG4J)
         conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j} {java_options}".strip()
-    server = None
+    server = guard = None
     for attempt in range(3):  # the free port may be taken between choosing and binding it
         port = free_port(HOST)
         try:
+            # Held before the server starts: no other process may listen on [::1]:port,
+            # where a client dialling localhost would send its token.
+            guard = LoopbackGuard.hold(port, bound=HOST)
             server = start_connect_server(
                 port, host=HOST, master=master, spark_conf=conf, warehouse_dir=warehouse_dir,
-                log_path=engine.log_path, timeout=START_TIMEOUT_S,
+                log_path=engine.log_path, timeout=START_TIMEOUT_S, pass_fds=guard.fds,
             )
             break
-        except ConnectServerError as exc:
+        except LoopbackGuardError as exc:
+            print(f"[assetlake engine] {exc}", flush=True)
+            return 1
+        except (ConnectServerError, OSError) as exc:
             print(f"[assetlake engine] start attempt {attempt + 1} failed: {exc}", flush=True)
+            if guard is not None:
+                guard.close()
+                guard = None
             if stopping.is_set():
                 return 1
-    if server is None:
+    if server is None or guard is None:
         return 1
     state = EngineState(
         host=HOST, port=server.port, token=token, supervisor_pid=os.getpid(), server_pid=server.process.pid,
@@ -117,6 +133,7 @@ def serve(
     finally:
         _remove_own_state(engine, state)
         server.stop()
+        guard.close()
         print(f"[assetlake engine] stopped: {reason}", flush=True)
     return 0
 
@@ -244,12 +261,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
     run.add_argument("--warehouse-dir")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--secret-conf", metavar="FILE", help="a JSON object of secret settings; removed once read")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
+    if args.secret_conf:
+        conf.update(read_secret_conf(args.secret_conf))
     return serve(
         args.state_dir, master=args.master, idle_timeout=args.idle_timeout, spark_conf=conf,
         warehouse_dir=args.warehouse_dir,
     )
+
+
+def read_secret_conf(path: str) -> dict[str, str]:
+    """The secret settings the client wrote for this supervisor (a JSON object, mode 0600);
+    the file is removed once read, so the secrets stay in memory only."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {str(k): str(v) for k, v in json.load(f).items()}
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
 
 
 if __name__ == "__main__":

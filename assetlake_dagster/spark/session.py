@@ -11,6 +11,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shlex
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
@@ -20,6 +22,15 @@ if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definit
 
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.spark.connect_server import is_loopback
+from assetlake_dagster.spark.secret_settings import (
+    REDACTED,
+    is_secret_setting,
+    properties_text,
+    redact,
+    redact_url,
+    split_secret_settings,
+    write_private_file,
+)
 from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, with_archive, with_delta_jars, with_throughput_gc
 
 def build_spark_session(
@@ -61,10 +72,41 @@ def build_spark_session(
     conf, class_path = class_path_jars(with_delta_jars(conf), master)
     # This process starts the JVM: the throughput collector, and it maps the class-data archive.
     conf = with_archive(with_throughput_gc(conf))
-    for key, value in conf.items():
+    # PySpark puts every builder setting on spark-submit's command line (--conf k=v), which
+    # every local user can read: secret ones go in a private properties file instead.
+    public, secret = split_secret_settings(conf)
+    for key, value in public.items():
         builder = builder.config(key, value)
-    with _launcher_env(class_path_env(class_path)):
-        return builder.getOrCreate()
+    with _secret_properties(secret) as submit_env, _launcher_env({**class_path_env(class_path), **submit_env}):
+        session = builder.getOrCreate()
+    for key, value in secret.items():  # a JVM that was already running: as the builder would
+        with contextlib.suppress(Exception):
+            if session.conf.get(key, None) != value:
+                session.conf.set(key, value)
+    return session
+
+
+@contextlib.contextmanager
+def _secret_properties(secret: Mapping[str, str]) -> Iterator[dict[str, str]]:
+    """``PYSPARK_SUBMIT_ARGS`` naming a private ``--properties-file`` of ``secret`` for the
+    JVM PySpark may launch, removed after it has started."""
+    if not secret:
+        yield {}
+        return
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    if "--properties-file" in submit_args:
+        raise ConfigError(
+            f"PYSPARK_SUBMIT_ARGS names a --properties-file, and spark_conf has secret settings "
+            f"({', '.join(sorted(secret))}) that would go in one of assetlake's. Put them in your properties "
+            "file instead, or unset PYSPARK_SUBMIT_ARGS."
+        )
+    folder = tempfile.mkdtemp(prefix="assetlake-spark-")  # mode 0700
+    path = write_private_file(folder, "spark-secret-", ".properties", properties_text(secret))
+    try:
+        yield {"PYSPARK_SUBMIT_ARGS": f"--properties-file {shlex.quote(path)} --load-spark-defaults {submit_args}"}
+    finally:
+        os.remove(path)
+        os.rmdir(folder)
 
 
 @contextlib.contextmanager
@@ -146,7 +188,7 @@ def connect_session(url: str, spark_conf: Optional[Mapping[str, str]] = None) ->
             session = new_connect_session(url)
             _connect_sessions[url] = session
     # Applied on every call, as the classic builder applies settings to a live session.
-    apply_session_conf(session, spark_conf or {}, fix=f"Set it on the server ({url}) instead.")
+    apply_session_conf(session, spark_conf or {}, fix=f"Set it on the server ({redact_url(url)}) instead.")
     return session
 
 
@@ -155,10 +197,14 @@ def apply_session_conf(session: SparkSession, conf: Mapping[str, str], *, fix: s
 
     A static (server) setting cannot change from a client; if the server already has the
     value it is accepted, otherwise a :class:`ConfigError` names the setting and ends with ``fix``.
+    For a secret setting (:func:`~assetlake_dagster.spark.secret_settings.is_secret_setting`)
+    the error shows ``***`` for both values and carries no cause (Dagster's event log would
+    record the server's error text with it).
     """
     if not conf or not is_connect_session(session):
         return
     for key, value in conf.items():
+        failure, cause = None, None
         try:
             session.conf.set(key, value)
         except Exception as exc:  # noqa: BLE001 - the server refuses static settings
@@ -169,10 +215,17 @@ def apply_session_conf(session: SparkSession, conf: Mapping[str, str], *, fix: s
             if current == value:
                 continue
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ConfigError(
-                f"spark_conf {key}={value!r} cannot be set on a running Spark Connect session ({reason}); "
-                f"the server has {current!r}. {fix}"
-            ) from exc
+            secret = is_secret_setting(key)
+            if secret:
+                reason = redact(reason, [value, current or ""])
+            shown, held = (REDACTED, REDACTED if current is not None else None) if secret else (repr(value), current)
+            failure = ConfigError(
+                f"spark_conf {key}={shown} cannot be set on a running Spark Connect session ({reason}); "
+                f"the server has {held!r}. {fix}"
+            )
+            cause = None if secret else exc
+        if failure is not None:  # raised here, outside the handler: a secret's error keeps no context
+            raise failure from cause
 
 
 def new_connect_session(url: str) -> SparkSession:

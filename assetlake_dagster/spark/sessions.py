@@ -22,6 +22,7 @@ from assetlake_dagster.spark.engine import (
     new_engine_session,
     record_session,
 )
+from assetlake_dagster.spark.secret_settings import redact_url
 from assetlake_dagster.spark.session import (
     apply_session_conf,
     build_spark_session,
@@ -158,7 +159,7 @@ class SessionSource:
 
     def _apply_conf(self, session: SparkSession) -> None:
         if self.mode == REMOTE_MODE:
-            fix = f"Set it on the server ({self.remote}) instead."
+            fix = f"Set it on the server ({redact_url(self.remote)}) instead."
         else:
             fix = "It is a server setting: stop the warm engine with `assetlake engine stop` and the next run starts one with it."
         apply_session_conf(session, self.session_conf, fix=fix)

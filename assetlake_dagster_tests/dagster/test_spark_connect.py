@@ -389,7 +389,28 @@ def test_spark_conf_over_spark_connect_sets_sql_settings_and_names_server_settin
     message = str(err.value)
     assert f"spark_conf {static}='/elsewhere' cannot be set" in message
     assert f"the server has {same!r}" in message
-    assert f"Set it on the server ({connect_url}) instead." in message
+    # The server's URL without its token (the engine's, here).
+    token = connect_url.split(";token=", 1)[1]
+    assert f"Set it on the server ({connect_url.replace(token, '***')}) instead." in message
+    assert token not in message
+
+
+def test_a_refused_secret_setting_is_redacted_in_its_error(connect_url, lake_root):
+    """A secret-named setting the server refuses (a Spark core setting) fails the session
+    with its name and ``***``: its value, the server's and the server's token appear in no
+    text of the error or of its causes (Dagster's event log records the whole chain)."""
+    value = "hunter2-5ecret-value"
+    refused = SparkDeltaResource(remote=connect_url, lake_root=lake_root, spark_conf={"spark.authenticate.secret": value})
+    with pytest.raises(ConfigError) as err:
+        refused.new_session()
+    texts, exc = [], err.value
+    while exc is not None:
+        texts.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    message = texts[0]
+    assert "spark_conf spark.authenticate.secret=*** cannot be set" in message, message
+    token = connect_url.split(";token=", 1)[1]
+    assert not any(value in text or token in text for text in texts), texts
 
 
 def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(remote, lake_root):
@@ -625,6 +646,7 @@ def test_registering_a_table_over_spark_connect_reads_none_of_its_rows(remote, l
     location = next(r["data_type"] for r in rows if r["col_name"] == "Location")
     assert location.removeprefix("file:").rstrip("/") == path
     assert [f.name for f in spark.table(uri.sql_name).schema.fields] == ["id"]
+
 
 @pytest.fixture
 def in_tokyo():

@@ -38,7 +38,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 600) -> tuple[dict, str]:
 CONNECT = """
     import json, os
     from assetlake_dagster.resources import SparkDeltaResource
-    resource = SparkDeltaResource(lake_root=os.environ["LAKE"])
+    resource = SparkDeltaResource(lake_root=os.environ["LAKE"], spark_conf=json.loads(os.environ["SPARK_CONF"]))
     state = resource.engine_state()
     mine, other = resource.new_session(), resource.new_session()
     mine.sql("SET spark.sql.shuffle.partitions=3")
@@ -60,9 +60,17 @@ def engine_dir(tmp_path_factory):
     WarmEngine(state_dir).stop()
 
 
+#: Settings that must never reach a command line, the engine's log or an error text: every
+#: engine of this module is started with them (harmless on a local lake).
+SECRET_CONF = {
+    "spark.hadoop.fs.s3a.secret.key": "s3a-secret-f00d1e",
+    "spark.assetlake.test.token": "test-token-c0ffee",
+}
+
+
 @pytest.fixture
 def env(engine_dir, tmp_path):
-    return cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, LAKE=str(tmp_path / "lake"))
+    return cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, LAKE=str(tmp_path / "lake"), SPARK_CONF=json.dumps(SECRET_CONF))
 
 
 def test_two_processes_at_once_get_one_engine_with_sessions_of_their_own(env, engine_dir):
@@ -75,6 +83,106 @@ def test_two_processes_at_once_get_one_engine_with_sessions_of_their_own(env, en
     state = json.load(open(os.path.join(engine_dir, "engine.json")))
     assert state["host"] == "127.0.0.1" and state["token"]
     assert oct(os.stat(os.path.join(engine_dir, "engine.json")).st_mode & 0o777) == "0o600"
+
+
+def _engine_processes(state: dict) -> list[int]:
+    """The supervisor and every process of the server's process group (spark-submit's JVM)."""
+    pids = [state["supervisor_pid"]]
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.getpgid(int(name)) == state["server_pid"]:
+                    pids.append(int(name))
+    return pids
+
+
+def test_secret_settings_reach_the_engine_but_no_command_line_log_or_file(env, engine_dir):
+    """``spark_conf`` settings named like secrets are the engine's (a session that never set
+    them reads them from the server's own configuration), yet no process's command line (what
+    ``ps`` shows every local user), no file of the engine's folder and not its log holds them."""
+    _finish(_python(CONNECT, env))
+    state = json.load(open(os.path.join(engine_dir, "engine.json")))
+    pids = _engine_processes(state)
+    assert state["server_pid"] in pids and len(pids) >= 2
+    command_lines = b"\n".join(open(f"/proc/{pid}/cmdline", "rb").read() for pid in pids)
+    assert b"spark.connect.grpc.binding.port" in command_lines  # what a setting looks like there
+    for value in SECRET_CONF.values():
+        assert value.encode() not in command_lines
+    for folder, _, names in os.walk(engine_dir):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as f:
+                assert not any(v.encode() in f.read() for v in SECRET_CONF.values()), name
+    seen = _python(
+        f"""
+        import json
+        from pyspark.sql.connect.session import SparkSession
+        session = SparkSession.builder.remote({state_url(state)!r}).create()
+        print(json.dumps({{key: session.conf.get(key, None) for key in {sorted(SECRET_CONF)!r}}}))
+        """,
+        env,
+    )
+    assert _finish(seen)[0] == SECRET_CONF
+
+
+def state_url(state: dict) -> str:
+    return f"sc://localhost:{state['port']}/;token={state['token']}"
+
+
+LISTEN_V6 = """
+    import errno, json, socket, sys
+    port = int(sys.argv[1])
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    # What another local process would try: every way to share a port it has.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind(("::1", port))
+        sock.listen()
+    except OSError as exc:
+        print(json.dumps({"listening": False, "errno": errno.errorcode[exc.errno]}), flush=True)
+        sys.exit(0)
+    print(json.dumps({"listening": True}), flush=True)
+    sock.settimeout(float(sys.argv[2]))
+    received = b""
+    try:
+        conn, _ = sock.accept()
+        conn.settimeout(5)
+        try:
+            while chunk := conn.recv(65536):
+                received += chunk
+        except OSError:
+            pass
+        conn.close()
+    except OSError:
+        pass
+    print(json.dumps({"received": received.decode("latin-1")}), flush=True)
+"""
+
+
+def test_no_other_process_receives_what_a_client_sends_to_the_engine(env, engine_dir):
+    """PySpark sends the engine's token over a plain channel only to ``localhost``, and gRPC
+    resolves ``localhost`` to ``::1`` first (c-ares, whatever /etc/hosts says) while the engine
+    listens on 127.0.0.1: a process listening on ``[::1]:<engine port>`` would get the client's
+    connection and its token. The engine holds that address: nobody else can listen there,
+    and a client still reaches the engine."""
+    _finish(_python(CONNECT, env))
+    state = json.load(open(os.path.join(engine_dir, "engine.json")))
+    listener = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(LISTEN_V6), str(state["port"]), "60"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        first = json.loads(listener.stdout.readline())
+        client = _python(CONNECT, env)
+        answer, _ = _finish(client)
+        out, err = listener.communicate(timeout=120)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+    received = json.loads(out.strip().splitlines()[-1])["received"] if first["listening"] else ""
+    assert received == "", f"a listener on [::1]:{state['port']} received {received[:200]!r}"
+    assert not first["listening"] and first["errno"] in ("EADDRINUSE", "EADDRNOTAVAIL"), (first, err)
+    assert answer["port"] == state["port"] and answer["answer"] == 1
 
 
 def test_the_engine_needs_its_token(env):

@@ -5,7 +5,9 @@ writes and reads Delta tables in the bucket through the warm engine (one driver 
 lake, the single writer Delta's S3 log store needs), and delta-rs reads them back with
 ``storage_options``. The bucket's engine is its own (this module's), started by the first
 process that needs it with the standard AWS variables pointing at the server, and stopped
-at the end.
+at the end. Its state folder is the one the product derives from the demo's root under this
+module's own home, so a process that finds it from another spelling of that root (and no
+``ASSETLAKE_ENGINE_DIR``) shows that two spellings of one bucket share one engine.
 """
 
 import datetime as dt
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 import deltalake
 import pytest
 
-from assetlake_dagster.spark.engine import WarmEngine
+from assetlake_dagster.spark.engine import ENGINE_DIR_ENV, WarmEngine, default_engine_dir
+from assetlake_dagster.spark.install import delta_jars_dir, s3_jars_dir
 from assetlake_dagster.lake.storage import S3Settings
 from assetlake_dagster_tests.blocked_writer import (
     EXPECTED_AFTER_NEXT,
@@ -47,6 +50,8 @@ class S3Lake:
     server: S3Server
     env: dict
     engine_dir: str
+    #: The module's home: ``~/.cache/assetlake/engines/`` of a process started with HOME=home.
+    home: str
 
     def root(self, name: str) -> str:
         return f"s3a://{BUCKET}/{name}"
@@ -63,13 +68,20 @@ def s3(tmp_path_factory):
     folder = tmp_path_factory.mktemp("s3")
     with running_s3_server(str(folder / "moto.log")) as server:
         server.create_bucket(BUCKET)
-        engine_dir = str(folder / "engine")
+        home = str(folder / "home")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HOME", home)
+            patch.delenv(ENGINE_DIR_ENV, raising=False)
+            engine_dir = default_engine_dir(f"s3a://{BUCKET}/demo")  # the demo root's own folder
         # Task slots for the blocked writes of the kill test (each holds one until the kill).
         env = cli_env(ASSETLAKE_ENGINE_DIR=engine_dir, ASSETLAKE_SPARK_MASTER="local[8]", **server.env)
         try:
-            yield S3Lake(server, env, engine_dir)
+            yield S3Lake(server, env, engine_dir, home)
         finally:
             WarmEngine(engine_dir).stop()
+            engines = os.path.join(home, ".cache", "assetlake", "engines")
+            for other in os.listdir(engines) if os.path.isdir(engines) else []:
+                WarmEngine(os.path.join(engines, other)).stop()  # one a broken identity would start
 
 
 def test_concurrent_runs_on_one_s3_table_lose_nothing(s3, tmp_path):
@@ -180,6 +192,25 @@ def test_the_demo_on_an_s3_lake_from_the_command_line(s3, tmp_path, monkeypatch)
     restored = s3.table(root, "landing/payments")
     assert restored.version() == 2 and restored.history(1)[0]["operation"] == "RESTORE"
     assert sorted(map(str, restored.to_pyarrow_table().to_pylist())) == seed_rows
+
+
+def test_two_spellings_of_the_bucket_share_one_engine(s3, tmp_path):
+    """Processes that name the demo's lake another way, with no ASSETLAKE_ENGINE_DIR, find the
+    module's running engine (the one the runs above used) instead of starting a second driver
+    on the bucket. After the demo its engine is up: nothing starts here."""
+    running = _cli(tmp_path, s3.env, ASSETLAKE, "engine", "start", "--lake-root", s3.root("demo"))
+    state = WarmEngine(s3.engine_dir).status()
+    assert state is not None, running
+    env = dict(s3.env, HOME=s3.home, ASSETLAKE_S3_JARS_DIR=s3_jars_dir(), ASSETLAKE_JARS_DIR=delta_jars_dir())
+    env.pop(ENGINE_DIR_ENV)
+    asked = [("status", f"s3://{BUCKET}/demo"), ("status", f"s3n://{BUCKET}/old/../demo"),
+             ("start", f"S3A://{BUCKET.upper()}//demo/")]  # a start would start a second engine elsewhere
+    for action, spelling in asked:
+        out = _cli(tmp_path, env, ASSETLAKE, "engine", action, "--lake-root", spelling)
+        assert f"pid:          {state.supervisor_pid} " in out, (spelling, action, out)
+        assert f"lake:         s3a://{BUCKET}/demo\n" in out and f"state:        {s3.engine_dir}/" in out, out
+    engines = os.path.join(s3.home, ".cache", "assetlake", "engines")
+    assert os.listdir(engines) == [os.path.basename(s3.engine_dir)]
 
 
 def _rows(table: deltalake.DeltaTable, strategy: str) -> list:

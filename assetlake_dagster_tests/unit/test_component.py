@@ -262,6 +262,20 @@ def test_two_components_of_one_lake_share_its_resources():
             assert defs.resources[COMPONENT_IO_MANAGER_KEY].spark is defs.resources["spark"]
 
 
+def test_two_components_on_two_spellings_of_one_bucket_share_one_resource():
+    """One lake, one identity: ``S3://Bucket//lake/`` is ``s3a://bucket/lake``, so the two
+    components are one lake (one resource, so one warm engine), not a settings conflict."""
+    with create_defs_folder_sandbox() as sandbox:
+        _write_component(sandbox.defs_folder_path, "lake_a", {"project": "sql", "lake_root": "s3a://bucket/lake"},
+                         {"a.sql": "-- materialize delta://sales/orders\nSELECT 1 AS id\n"})
+        _write_component(sandbox.defs_folder_path, "lake_b", {"project": "sql", "lake_root": "S3://Bucket//lake/"},
+                         {"b.sql": "-- materialize delta://mart/totals\nSELECT 1 AS n\n"})
+        with sandbox.build_all_defs() as defs:
+            assert _names(defs)["assets"] == ["mart/totals", "sales/orders"]
+            assert set(defs.resources) == {"spark", COMPONENT_IO_MANAGER_KEY}
+            assert defs.resources["spark"].lake.root == "s3a://bucket/lake"
+
+
 def test_two_components_with_different_spark_settings_under_one_key_are_refused_by_name():
     with create_defs_folder_sandbox() as sandbox:
         _two_components(
