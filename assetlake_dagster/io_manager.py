@@ -21,6 +21,7 @@ from assetlake_dagster.dagster_internals import add_partition_output_metadata, i
 from assetlake_dagster.defer import deferred_inputs
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spark.engine import engine_lost_failure
+from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
@@ -324,7 +325,9 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             properties=tuple(layout.properties),
         )
         try:
-            with new_table_properties(session, layout):
+            # A failing write is reported once, by Dagster's step failure (not also as
+            # PySpark's JSON record of the same error with the JVM's stack trace).
+            with new_table_properties(session, layout), errors_reported_by_caller():
                 result = write_with_retries(write, session, df, target, context.log)
         except Exception as exc:
             lost = engine_lost_failure(exc, f"the write of {uri}", None if self.lake.is_url else target.path)

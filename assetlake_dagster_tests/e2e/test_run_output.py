@@ -13,23 +13,26 @@ from assetlake_dagster_tests.helpers import DAGSTER, cli_env
 
 
 def test_a_failing_run_prints_each_error_once_and_how_to_fix_it(tmp_path):
-    """Two steps fail in one run: a statement Spark rejects, and a read of an external table
-    nobody landed yet, whose error says to land it and "Observe" it (not to materialize it:
-    no run of the project can)."""
+    """Three steps fail in one run: a statement Spark rejects, a row that fails while the
+    table is written (a cast under ANSI), and a read of an external table nobody landed yet,
+    whose error says to land it and "Observe" it (not to materialize it: no run of the
+    project can)."""
     project, home, lake = tmp_path / "project", tmp_path / "home", tmp_path / "lake"
     project.mkdir()
     home.mkdir()
     (project / "bad.sql").write_text("-- materialize delta://out/bad\n\nSELECT no_such_column FROM range(3)\n")
+    (project / "cast.sql").write_text("-- materialize delta://out/cast\n\nSELECT CAST(concat('x', id) AS INT) AS id FROM range(3)\n")
     (project / "reader.sql").write_text("-- materialize delta://out/reader\n\nSELECT * FROM landing.payments\n")
     env = cli_env(ASSETLAKE_PROJECT_DIR=str(project), ASSETLAKE_LAKE_ROOT=str(lake), DAGSTER_HOME=str(home))
     run = subprocess.run(
-        [DAGSTER, "asset", "materialize", "-m", "assetlake_dagster.definitions", "--select", "out/bad,out/reader"],
+        [DAGSTER, "asset", "materialize", "-m", "assetlake_dagster.definitions", "--select", "out/bad,out/cast,out/reader"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )
     output = run.stdout + run.stderr
     assert run.returncode != 0, output[-3000:]
     failures = [line for line in output.splitlines() if " - STEP_FAILURE - " in line]
-    assert len(failures) == 2 and all(" - ERROR - " in line for line in failures), output[-3000:]
+    assert len(failures) == 3 and all(" - ERROR - " in line for line in failures), output[-3000:]
+    assert "CAST_INVALID_INPUT" in output, output[-3000:]
     assert "bad.sql:3: Spark rejected the statement: [UNRESOLVED_COLUMN" in output, output[-3000:]
     payments = os.path.join(str(lake), "landing", "payments")
     assert f"external table delta://landing/payments has no Delta table at {payments}." in output
