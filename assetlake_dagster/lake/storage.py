@@ -246,5 +246,6 @@ def single_driver_rule(root: str, setup: str) -> str:
         "in ASSETLAKE_SPARK_REMOTE, is that one driver), or configure Delta's multi-driver log store: "
         f"spark_conf spark.delta.logStore.s3a.impl={MULTI_DRIVER_LOG_STORE} with "
         "spark.io.delta.storage.S3DynamoDBLogStore.ddb.tableName and .ddb.region, and the "
-        "io.delta:delta-storage-s3-dynamodb jar."
+        "io.delta:delta-storage-s3-dynamodb jar (untested by assetlake, and history tables then need a lock "
+        "shared by the drivers: see 'Several drivers on one S3 lake' in docs/object-storage.md)."
     )
