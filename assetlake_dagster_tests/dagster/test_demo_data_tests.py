@@ -44,7 +44,7 @@ def test_a_duplicate_customer_is_blocked_before_the_commit(spark, lake_root):
     message = failure.step_failure_data.user_failure_data.description
     assert message.startswith(
         "data test unique_customer_id (customer_id unique) failed on delta://analytics/customers (staged table): "
-        "1 failing value, e.g. 7 x2. Nothing was written: the table stays at version 1."  # 1: its comment
+        "1 failing value, e.g. 7 x2. Nothing was written: the table stays at version 0."  # its comment is in version 0
     ), message
     assert versions(spark, path) == before
     evaluations = {
