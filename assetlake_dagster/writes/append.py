@@ -72,12 +72,6 @@ class AppendWrite(WriteStrategyBase):
         before = current_version(spark, target.path)
         if before is not None and df.isEmpty():
             return no_commit(before)  # Delta would commit a version that adds no rows
-        if existing is None and needs_create_statement(target):
-            settings = {TXN_APP_ID_CONF: target.stamp.txn_app_id, TXN_VERSION_CONF: str(TXN_VERSION)}
-            if target.partitioned:
-                settings[OPTIMIZE_WRITE_CONF] = "true"
-            create_table(spark, df, target, partitioned=target.partitioned, settings=settings)
-            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         writer = (
             df.write.format("delta")
             .mode("append")
@@ -89,7 +83,16 @@ class AppendWrite(WriteStrategyBase):
             writer = writer.option("mergeSchema", "true")
         if target.partitioned:
             writer = writer.partitionBy(PARTITION_COLUMN).option(OPTIMIZED_WRITE, "true")
-        writer.save(target.path)
+        if existing is None and needs_create_statement(target):
+            settings = {TXN_APP_ID_CONF: target.stamp.txn_app_id, TXN_VERSION_CONF: str(TXN_VERSION)}
+            if target.partitioned:
+                settings[OPTIMIZE_WRITE_CONF] = "true"
+            create_table(
+                spark, df, target, partitioned=target.partitioned, settings=settings,
+                otherwise=lambda: writer.save(target.path),
+            )
+        else:
+            writer.save(target.path)
         result = result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         # Delta skipped the write if this app id was applied before: the stamped commit
         # found is then the earlier attempt's, not newer than what we saw.

@@ -26,11 +26,12 @@ Example:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.lake.delta_sql import path_identifier
 from assetlake_dagster.lake.registration import sql_string
+from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.spec import PARTITION_COLUMN, quote_identifier
 from assetlake_dagster.writes.commit import WriteTarget, stamped_session
 
@@ -43,6 +44,8 @@ REPLACE_OPERATION = "CREATE OR REPLACE TABLE AS SELECT"
 #: Session settings that carry an append's idempotency pair into a SQL command's commit.
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+#: What Spark answers a CREATE TABLE whose folder has a ``_delta_log``.
+ALREADY_EXISTS = "TABLE_OR_VIEW_ALREADY_EXISTS"
 #: Optimized writes for a SQL command (the writer's ``optimizeWrite`` option).
 OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 _DELTA_PREFIX = "delta."
@@ -85,6 +88,7 @@ def create_table(
     rows: DataFrame,
     target: WriteTarget,
     *,
+    otherwise: Callable[[], None],
     partitioned: bool = False,
     replace: bool = False,
     settings: Optional[Mapping[str, str]] = None,
@@ -92,11 +96,14 @@ def create_table(
     """Create the table at ``target.path`` holding ``rows``, with its declared description,
     properties and clustering, in one stamped commit.
 
-    Fails with Delta's ``TABLE_OR_VIEW_ALREADY_EXISTS`` when the table exists (another run
-    created it meanwhile): a write conflict, which the retry turns into the strategy's write
-    onto the existing table.
+    ``CREATE TABLE`` finds a table wherever the folder has a ``_delta_log``, even one without
+    a commit: another run's first write that has not committed yet (two batches of a backfill
+    on a bucket), or a terminated one. Then the write is ``otherwise``, the strategy's own
+    DataFrame write, whose commit Delta's concurrency control orders against the other's (the
+    loser retries onto the table); the declared layout follows in a metadata-only commit.
 
     Args:
+        otherwise: the strategy's write without the declared layout.
         partitioned: partition the table by ``_partition``.
         replace: replace the table if it exists (its history stays; its properties become
             the declared ones).
@@ -105,7 +112,11 @@ def create_table(
     view = f"_assetlake_new_table_{uuid.uuid4().hex}"
     rows.createOrReplaceTempView(view)
     try:
-        with stamped_session(spark, target.stamp, settings):
+        with stamped_session(spark, target.stamp, settings), errors_reported_by_caller():
             spark.sql(create_statement(target, view, partitioned, replace))
+    except Exception as exc:
+        if ALREADY_EXISTS not in str(exc):
+            raise
+        otherwise()
     finally:
         spark.catalog.dropTempView(view)

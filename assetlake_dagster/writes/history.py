@@ -416,15 +416,11 @@ class HistoryWrite(WriteStrategyBase):
             # mode "error" (errorifexists; the only spelling Spark Connect accepts) or CREATE
             # TABLE: of two concurrent first runs, the second fails instead of appending a
             # second set of current rows.
+            writer = rows.write.format("delta").mode("error").option("userMetadata", target.stamp.user_metadata())
             if needs_create_statement(target):
-                create_table(spark, rows, target)
+                create_table(spark, rows, target, otherwise=lambda: writer.save(target.path))
             else:
-                (
-                    rows.write.format("delta")
-                    .mode("error")
-                    .option("userMetadata", target.stamp.user_metadata())
-                    .save(target.path)
-                )
+                writer.save(target.path)
         finally:
             spark.catalog.dropTempView(view)
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))

@@ -272,13 +272,13 @@ class MergeWrite(WriteStrategyBase):
     def _create(self, spark: SparkSession, staged: DataFrame, target: WriteTarget) -> WriteResult:
         # mode "error" (and CREATE TABLE): a run that lost the race to create the table fails
         # (and is retried as a MERGE) instead of appending a second copy of keys the winner wrote.
-        if needs_create_statement(target):
-            create_table(spark, staged, target, partitioned=target.partitioned)
-            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         writer = staged.write.format("delta").mode("error").option("userMetadata", target.stamp.user_metadata())
         if target.partitioned:
             writer = writer.partitionBy(PARTITION_COLUMN)
-        writer.save(target.path)
+        if needs_create_statement(target):
+            create_table(spark, staged, target, partitioned=target.partitioned, otherwise=lambda: writer.save(target.path))
+        else:
+            writer.save(target.path)
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
 
     def _merge(

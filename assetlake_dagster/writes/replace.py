@@ -68,27 +68,22 @@ class ReplaceWrite(WriteStrategyBase):
         if target.partitioned:
             return self._replace_slice(spark, df, target)
         check_columns(self, target, df.columns)
-        clustered = bool(target.cluster_by)  # an overwrite would drop the clustering (writes/create.py)
-        if clustered or (needs_create_statement(target) and delta_schema(spark, target.path) is None):
-            create_table(spark, df, target, replace=clustered)
-            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
-        (
+        writer = (
             df.write.format("delta")
             .mode("overwrite")
             .option("overwriteSchema", "true")
             .option("userMetadata", target.stamp.user_metadata())
-            .save(target.path)
         )
+        clustered = bool(target.cluster_by)  # an overwrite would drop the clustering (writes/create.py)
+        if clustered or (needs_create_statement(target) and delta_schema(spark, target.path) is None):
+            create_table(spark, df, target, replace=clustered, otherwise=lambda: writer.save(target.path))
+        else:
+            writer.save(target.path)
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
 
     def _replace_slice(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         check_columns(self, target, df.columns)
         existing = delta_schema(spark, target.path)
-        if existing is None and needs_create_statement(target):
-            # What replaceWhere enforces on a write: no row outside the slice.
-            check_rows_in_slice(self, df, target)
-            create_table(spark, df, target, partitioned=True, settings={OPTIMIZE_WRITE_CONF: "true"})
-            return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",))
         # replaceWhere cannot change the schema of the other partitions: only additive
         # columns (mergeSchema) are allowed, a dropped column is an error.
         new_columns = check_schema_compatible(self, target, df.schema, existing) if existing is not None else []
@@ -103,6 +98,14 @@ class ReplaceWrite(WriteStrategyBase):
         if new_columns:
             writer = writer.option("mergeSchema", "true")
         before = current_version(spark, target.path) if existing is not None else None
-        writer.save(target.path)
+        if existing is None and needs_create_statement(target):
+            # What replaceWhere enforces on a write: no row outside the slice.
+            check_rows_in_slice(self, df, target)
+            create_table(
+                spark, df, target, partitioned=True, settings={OPTIMIZE_WRITE_CONF: "true"},
+                otherwise=lambda: writer.save(target.path),
+            )
+        else:
+            writer.save(target.path)
         # An empty slice over a partition with no rows changes nothing: Delta commits nothing.
         return result_from_history(spark, target, committed=True, rows_key=("numOutputRows",), before=before)

@@ -105,3 +105,33 @@ def test_every_run_is_at_most_one_commit_and_the_first_holds_the_declared_layout
     for name in names:
         operations = [c["operation"] for c in _versions(lake_root, name)]
         assert not any(op in ("SET TBLPROPERTIES", "CLUSTER BY", "CHANGE COLUMN") for op in operations), (name, operations)
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["whole", "partitioned"])
+def test_a_first_write_over_an_uncommitted_one_writes_and_then_describes_the_table(spark, lake_root, partitioned):
+    """A folder with a `_delta_log` but no commit yet (another run's first write on a bucket,
+    a terminated one) is "a table" to CREATE TABLE: the write goes through Delta's writer
+    instead, and the declared layout follows in a metadata-only commit. Seen in a backfill's
+    concurrent batches on a bucket: every retry of CREATE TABLE failed with
+    TABLE_OR_VIEW_ALREADY_EXISTS until the run did."""
+    rows = {"value": [(1, "a"), (2, "b")]}
+    strategies = [s for s in STRATEGIES if not (partitioned and s == "history")]
+    assets = [_asset(s, True, partitioned, rows) for s in strategies]
+    names = [a.key.path[-1] for a in assets]
+    for name in names:
+        os.makedirs(os.path.join(lake_root, "commits", name, "_delta_log"))
+    resource = SparkDeltaResource(lake_root=lake_root)
+    result = dg.materialize(
+        assets, resources={"spark": resource, "io_manager": DeltaIOManager(spark=resource)},
+        partition_key="p1" if partitioned else None,
+    )
+    assert result.success
+    for name in names:
+        commits = _versions(lake_root, name)
+        # (a clustered whole-table replace is CREATE OR REPLACE, which such a folder does not stop)
+        expected = "CREATE OR REPLACE TABLE AS SELECT" if name == "replace_declared" else "WRITE"
+        assert commits[0]["operation"] == expected, (name, commits)
+        path = path_identifier(os.path.join(lake_root, "commits", name))
+        detail = spark.sql(f"DESCRIBE DETAIL {path}").collect()[0]
+        assert detail.description == "What the table holds." and detail.properties["team.note"] == "nightly", name
+        assert spark.sql(f"SELECT count(*) AS n FROM {path}").collect()[0].n == 2, name
