@@ -83,6 +83,25 @@ def env_restored(*names: str):
                 os.environ[name] = value
 
 
+@contextlib.contextmanager
+def python_local_zone(zone: str):
+    """This process's local time zone (``TZ``, ``time.tzset``) set to ``zone`` inside the
+    block, restored after; Spark's JVM and session zone are not touched."""
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    try:
+        yield zone
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     """Run the ``assetlake`` command line in this process: ``(exit code, stdout, stderr)``.
 

@@ -30,7 +30,7 @@ from assetlake_dagster.spark.session import (
     local_checkpoint,
     release_checkpoint,
 )
-from assetlake_dagster_tests.helpers import PROJECTS, c1_only_engine, env_restored
+from assetlake_dagster_tests.helpers import PROJECTS, c1_only_engine, env_restored, python_local_zone
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
 ALL = ["src/people", "mart/people_clean", "mart/scores", "mart/score_log", "mart/manual_copy"]
@@ -651,19 +651,8 @@ def test_registering_a_table_over_spark_connect_reads_none_of_its_rows(remote, l
 @pytest.fixture
 def in_tokyo():
     """This (client) process's local zone set to Asia/Tokyo while the test runs; restored after."""
-    import time
-
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Tokyo"
-    time.tzset()
-    try:
+    with python_local_zone("Asia/Tokyo"):
         yield
-    finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
 
 
 def test_naive_timestamps_are_session_wall_times_over_spark_connect(remote, lake_root, tmp_path, in_tokyo):

@@ -9,8 +9,6 @@ with Python's local zone set to UTC and to Asia/Tokyo (the JVM and its session s
 """
 
 import datetime as dt
-import os
-import time
 
 import dagster as dg
 import pandas as pd
@@ -23,6 +21,7 @@ from assetlake_dagster.lake.delta_sql import path_identifier
 from assetlake_dagster.run_config import sql_run_config
 from assetlake_dagster.spark.python_values import in_session_zone, parse_time_zone
 from assetlake_dagster.sql_test_run import assert_sql_tests_pass
+from assetlake_dagster_tests.helpers import python_local_zone
 
 UTC = dt.timezone.utc
 #: The wall times every test loads, and the instants the session's zone (UTC) makes of them.
@@ -87,17 +86,8 @@ SELECT 1 AS id, {partition_start} AS at UNION ALL SELECT 2, {partition_end}
 @pytest.fixture(params=["UTC", "Asia/Tokyo"])
 def local_zone(request):
     """Python's local time zone set to each zone while the test runs (restored after)."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = request.param
-    time.tzset()
-    try:
-        yield request.param
-    finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
+    with python_local_zone(request.param) as zone:
+        yield zone
 
 
 def stored(spark, path):
