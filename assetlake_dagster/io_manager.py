@@ -371,9 +371,9 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         check = _check_commits(context, instance, session, target)
         if check is not None:
             metadata[CHECKED_THROUGH_KEY] = dg.MetadataValue.int(check.checked_through)
-        if check is not None and check.orphans:
-            context.log.warning(describe_orphans(uri, check.orphans))
-            metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(check.orphans)
+            if check.orphans:
+                context.log.warning(describe_orphans(uri, check.orphans))
+                metadata[ORPHAN_COMMITS_KEY] = dg.MetadataValue.json(check.orphans)
         if layout:
             metadata[LAYOUT_METADATA_KEY] = dg.MetadataValue.json(layout.to_json())
         if layout_changes:

@@ -133,7 +133,7 @@ def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -
     from pyspark.errors import PySparkException
 
     from assetlake_dagster.run_config import bind_arguments
-    from assetlake_dagster.spark.python_values import in_zone, session_time_zone, timestamps_are_wall_times
+    from assetlake_dagster.spark.python_values import in_session_zone, session_time_zone
     from assetlake_dagster.spark.session import is_connect_session
     from assetlake_dagster.sql_runner import run_sql_file
 
@@ -147,8 +147,7 @@ def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -
         tested = with_tables_replaced(spec, views)
         args = {**bind_arguments(spec.arguments, {}), **case.args, **_partition_bindings(spec, case.partition)}
         zone = session_time_zone(spark)
-        if not timestamps_are_wall_times(spark):
-            args = in_zone(args, zone)
+        args = in_session_zone(spark, args)
         try:
             rows = run_sql_file(spark, tested, args)
             actual = _collected(rows, zone) if rows is not None else []
