@@ -7,7 +7,8 @@ checked in ``assetlake_dagster_tests/dagster/test_automation.py``):
   Dagster's docs show under "Updating older time partitions". Eager alone considers only
   the latest time partition; late data for an older upstream partition must reach the
   same partition downstream too. It still runs partition by partition: a downstream
-  partition is requested when one of *its* upstream partitions updates.
+  partition is requested when one of *its* upstream partitions updates. "Updates" means its
+  data version changed (:func:`deps_data_changed`): a run that changed no row wakes nobody.
 * ``on_cron <cron> [tz=]`` -> ``AutomationCondition.on_cron(cron, cron_timezone=tz or
   "UTC")``: after each tick, once every upstream has updated since it; for time-window
   partitions the latest partition, like a schedule.
@@ -76,7 +77,7 @@ def automation_condition(spec: AutomationSpec) -> dg.AutomationCondition:
         # watch sensor requests exactly the partitions it changed (Dagster would map an
         # unpartitioned upstream's update to every partition of the reader).
         updated = A.any_deps_updated()
-        condition = condition.replace(updated.get_label(), updated.allow(MATERIALIZABLE))
+        condition = condition.replace(updated.get_label(), deps_data_changed().allow(MATERIALIZABLE))
         label = "eager"
     elif spec.kind is AutomationKind.ON_CRON:
         tz = spec.timezone or DEFAULT_CRON_TIMEZONE
@@ -91,6 +92,22 @@ def automation_condition(spec: AutomationSpec) -> dg.AutomationCondition:
     missing = A.any_deps_missing()
     condition = condition.replace(missing.get_label(), missing.allow(MATERIALIZABLE))
     return (condition & A.all_deps_blocking_checks_passed()).with_label(label)
+
+
+def deps_data_changed() -> dg.AutomationCondition:
+    """Dagster's ``any_deps_updated()`` with "updated" meaning "its data version changed".
+
+    A run that found its inputs unchanged, or a merge that changed no row, records a
+    materialization with the data version it had (the Delta version holding its rows): its
+    eager readers have nothing new to read, so they are not requested.
+
+    Example:
+        >>> deps_data_changed().get_label()
+        'any_deps_updated'
+    """
+    A = dg.AutomationCondition
+    changed = (A.data_version_changed() & ~A.executed_with_root_target()).with_label("data_version_changed_without_root")
+    return A.any_deps_match(changed | A.will_be_requested()).with_label("any_deps_updated")
 
 
 def automation_sensor(

@@ -24,6 +24,7 @@ from assetlake_dagster.dagster_internals import (
     resolve_assets_def,
 )
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.run_decision import FORCE_TAG
 
 BACKFILL_TAG = "assetlake/backfill"
 
@@ -72,6 +73,7 @@ def run_backfill(
     missing_only: bool = False,
     batch_size: Optional[int] = None,
     run_config: Optional[Union[Mapping[str, Any], dg.RunConfig]] = None,
+    force: bool = False,
     log: Callable[[str], None] = print,
 ) -> BackfillReport:
     """Materialize ``asset_key``'s partitions from ``start`` to ``end`` (inclusive) in batches.
@@ -85,6 +87,8 @@ def run_backfill(
         batch_size: partitions per run (default: the asset's ``batch=``).
         run_config: every batch run's config, e.g. the values of the SQL file's
             ``-- $name (type)`` arguments from :func:`~assetlake_dagster.run_config.sql_run_config`.
+        force: run every batch even where nothing it reads changed since its partitions'
+            last materialization (the run tag ``assetlake/force``; see ``run_decision``).
         log: where progress lines go.
 
     Raises:
@@ -124,6 +128,7 @@ def run_backfill(
             ASSET_PARTITION_RANGE_START_TAG: batch[0],
             ASSET_PARTITION_RANGE_END_TAG: batch[-1],
             BACKFILL_TAG: report.backfill_id,
+            **({FORCE_TAG: "true"} if force else {}),
         }
         try:
             result = job.execute_in_process(

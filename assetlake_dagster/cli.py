@@ -121,6 +121,7 @@ def _backfill(args: argparse.Namespace) -> int:
                 missing_only=args.missing,
                 batch_size=args.batch,
                 run_config=run_config or None,
+                force=args.force,
             )
     except AssetlakeError as err:
         print(err, file=sys.stderr)
@@ -514,6 +515,11 @@ def _build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--to", dest="end", default=None, help="last partition key, inclusive (default: the last)")
     backfill.add_argument("--missing", action="store_true", help="only partitions without a materialization")
     backfill.add_argument("--batch", type=int, default=None, help="partitions per run (default: the asset's batch=)")
+    backfill.add_argument(
+        "--force",
+        action="store_true",
+        help="run every batch, even one whose inputs did not change since its partitions' last run (tag assetlake/force)",
+    )
     backfill.add_argument(
         "--arg",
         action="append",

@@ -72,6 +72,14 @@ from dagster._core.launcher.base import (
 # public ``ObserveResult(data_version=)``, and no public name spells this tag.
 from dagster._core.definitions.data_version import DATA_VERSION_TAG as DATA_VERSION_TAG
 
+# A run that finds its inputs unchanged reports its data tests' last results again
+# (run_decision.py): the instance's check history is filtered by status and partition with
+# these two types, which ``dagster`` does not export.
+from dagster._core.storage.asset_check_execution_record import (
+    AssetCheckExecutionRecordStatus as CheckExecutionStatus,
+)
+from dagster._core.storage.event_log.base import PartitionKeyFilter as PartitionKeyFilter
+
 # A SQL asset's AssetsDefinition is built from an OpDefinition directly, not through
 # ``@multi_asset``, whose builder re-inspects the compute function's signature about 16
 # times per asset (most of a 1000-file load, B4). The public ``OpDefinition`` then needs the
@@ -307,3 +315,18 @@ def run_launcher_instance(launcher: Any) -> dg.DagsterInstance:
     """The instance a run launcher belongs to: the ``_instance`` every launcher of Dagster's
     own (and dagster-docker's, dagster-k8s's) reads its runs' events from; no public name."""
     return launcher._instance
+
+
+def set_output_data_version(context: dg.OutputContext, version: str) -> None:
+    """Make ``version`` the data version of the materialization an IO manager's write records.
+
+    An ``Output(data_version=)`` is the compute's to give; the IO manager learns the Delta
+    version only when it has written. Dagster takes the step's cached data version of the
+    asset as user-provided when it builds the materialization, after ``handle_output``
+    (``execute_step._get_output_asset_events``). A bare ``build_output_context()`` has no step.
+    """
+    try:
+        step_context = context.step_context
+    except Exception:  # noqa: BLE001 - a context built without a run has no step context
+        return
+    step_context.set_data_version(context.asset_key, dg.DataVersion(version))

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.dagster_internals import add_partition_output_metadata, input_run, output_run
+from assetlake_dagster.dagster_internals import (
+    add_partition_output_metadata,
+    input_run,
+    output_run,
+    set_output_data_version,
+)
 from assetlake_dagster.defer import deferred_inputs
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spark.engine import engine_lost_failure
@@ -32,6 +37,7 @@ from assetlake_dagster.materialization import (
     version_files_here,
 )
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run_decision import previous_data_version
 from assetlake_dagster.spec import (
     COLUMN_DESCRIPTIONS_KEY,
     LAYOUT_METADATA_KEY,
@@ -39,6 +45,7 @@ from assetlake_dagster.spec import (
     ClusterColumn,
     LayoutSpec,
     TableComments,
+    UPSTREAM_VERSIONS_KEY,
     WRITE_METADATA_KEY,
     MaterializeSpec,
     TableUri,
@@ -323,6 +330,8 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             cluster_by=tuple(c.name for c in layout.cluster_by),
             comment=comments.table,
             properties=tuple(layout.properties),
+            # A SQL file's output says what it read; its unchanged runs never get here.
+            compare_content=UPSTREAM_VERSIONS_KEY not in (context.output_metadata or {}),
         )
         try:
             # A failing write is reported once, by Dagster's step failure (not also as
@@ -367,6 +376,12 @@ class DeltaIOManager(dg.ConfigurableIOManager):
             files=files,
         )
         _, instance = output_run(context) or (None, None)
+        # The Delta version that holds the rows is the data version: a run that changed
+        # nothing keeps the last one, so readers that follow data versions stay asleep.
+        data_version = str(result.version) if result.committed else None
+        if data_version is None:
+            data_version = previous_data_version(instance, context.asset_key, partitions) or str(result.version)
+        set_output_data_version(context, data_version)
         metadata.update(schema_version_metadata(instance, context.asset_key, metadata["dagster/column_schema"]))
         check = _check_commits(context, instance, session, target)
         if check is not None:

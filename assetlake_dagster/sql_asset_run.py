@@ -8,7 +8,7 @@ definitions.
 """
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Optional
 
 import dagster as dg
 
@@ -22,6 +22,7 @@ from assetlake_dagster.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.materialization import materialization_metadata, version_files_here
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run_decision import RunInputs, inputs_metadata
 from assetlake_dagster.spark.python_values import in_session_zone
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
@@ -41,9 +42,12 @@ def run_sql_asset(
     spark: Any,
     args: dict[str, Any],
     keys_by_table: Mapping[TableUri, dg.AssetKey],
+    inputs: Optional[RunInputs] = None,
 ) -> Iterator[Any]:
     """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
-    run config's argument values ``args`` (a naive timestamp read in the session's zone)."""
+    run config's argument values ``args`` (a naive timestamp read in the session's zone).
+    ``inputs``: what the run read, as :mod:`~assetlake_dagster.run_decision` found it before
+    the run (recorded, so that the next run can tell whether anything changed)."""
     lake, prod = resource.lake, resource.defer_lake
     # A naive timestamp argument is a wall time in the session's zone, as in a SQL unit test
     # (sql_test_run), not in this machine's: the SQL, its setup and its data tests bind these.
@@ -103,6 +107,7 @@ def run_sql_asset(
         output_name=output_name,
         metadata={
             UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
+            **inputs_metadata(inputs),
             **(deferred_metadata(prod, deferred) if deferred else {}),
             **column_lineage_metadata(spark, written, keys_by_table),
         },

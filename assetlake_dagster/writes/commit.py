@@ -56,6 +56,9 @@ class CommitStamp:
             that a lake says which code its tables hold (``assetlake plan --changed``).
         writer: the process that writes (:func:`~assetlake_dagster.writes.writer.this_writer`),
             so that a later run can tell that a run which never recorded the commit is dead.
+        content: a whole-table replace's fingerprint of the rows it wrote
+            (:mod:`~assetlake_dagster.writes.content`), so that the next one can tell it
+            would write the same rows.
     """
 
     run_id: str
@@ -64,6 +67,7 @@ class CommitStamp:
     idempotency_id: str = ""
     code_version: Optional[str] = None
     writer: Optional[str] = None
+    content: Optional[str] = None
 
     @property
     def root_run_id(self) -> str:
@@ -92,6 +96,8 @@ class CommitStamp:
             stamp["code_version"] = self.code_version
         if self.writer:
             stamp["writer"] = self.writer
+        if self.content:
+            stamp["content"] = self.content
         text = json.dumps({STAMP_TAG: stamp})
         return text.replace("$", "\\u0024")
 
@@ -126,6 +132,8 @@ class WriteTarget:
     slice for a partitioned table (one, or a backfill batch); empty for a whole table.
     ``comment`` (the ``-- description``), ``properties`` (``-- properties``) and ``cluster_by``
     are given to the table by its first commit (:mod:`~assetlake_dagster.writes.create`).
+    ``compare_content``: a whole-table replace fingerprints its rows and commits nothing when
+    the table holds them already (a Python asset's; :mod:`~assetlake_dagster.writes.content`).
     """
 
     uri: TableUri
@@ -141,6 +149,8 @@ class WriteTarget:
     cluster_by: tuple[str, ...] = ()
     comment: Optional[str] = None
     properties: tuple[tuple[str, str], ...] = ()
+    #: A whole-table replace commits nothing when its rows are the table's (writes/content.py).
+    compare_content: bool = False
 
     @classmethod
     def from_spec(

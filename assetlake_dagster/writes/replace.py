@@ -1,12 +1,14 @@
 """Replace: the slice becomes exactly what the SELECT returned.
 
-A whole table is overwritten (its schema may change). A partitioned table has only its
+A whole table is overwritten (its schema may change); a Python asset's replace of the rows the
+table holds already commits nothing (:mod:`~assetlake_dagster.writes.content`). A partitioned table has only its
 slice replaced, with Delta's ``replaceWhere`` on ``_partition``: one atomic commit that
 leaves other partitions' files untouched; Delta rejects any row outside the predicate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
@@ -19,7 +21,9 @@ from assetlake_dagster.writes.base import (
     check_schema_compatible,
     delta_schema,
 )
-from assetlake_dagster.writes.commit import WriteResult, WriteTarget, first_write_cleanup, result_from_history
+from assetlake_dagster.spark.session import persist_rows
+from assetlake_dagster.writes.commit import WriteResult, WriteTarget, first_write_cleanup, no_commit, result_from_history
+from assetlake_dagster.writes.content import content_fingerprint, latest_content
 from assetlake_dagster.writes.create import OPTIMIZE_WRITE_CONF, create_table, needs_create_statement
 from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.slices import OPTIMIZED_WRITE, partition_predicate
@@ -68,6 +72,21 @@ class ReplaceWrite(WriteStrategyBase):
         if target.partitioned:
             return self._replace_slice(spark, df, target)
         check_columns(self, target, df.columns)
+        if not target.compare_content:
+            return self._overwrite(spark, df, target)
+        staged = persist_rows(df)  # fingerprinted, then written: the rows are computed once
+        try:
+            fingerprint = content_fingerprint(staged)
+            if fingerprint is not None:
+                latest = latest_content(target.path)
+                if latest is not None and latest[1] == fingerprint:
+                    return no_commit(current_version(spark, target.path))
+                target = dataclasses.replace(target, stamp=dataclasses.replace(target.stamp, content=fingerprint))
+            return self._overwrite(spark, staged, target)
+        finally:
+            staged.unpersist()
+
+    def _overwrite(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
         writer = (
             df.write.format("delta")
             .mode("overwrite")

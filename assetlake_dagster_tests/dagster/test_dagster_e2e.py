@@ -26,12 +26,13 @@ def project(spark, lake_root):
     return defs, lake_root
 
 
-def run(defs, selection, instance, run_config=None):
+def run(defs, selection, instance, run_config=None, tags=None):
     job = defs.resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(
         instance=instance,
         asset_selection=[dg.AssetKey(s.split("/")) for s in selection],
         run_config=run_config,
+        tags=tags,
     )
     assert result.success
     return {
@@ -96,14 +97,24 @@ def test_materialize_all_twice(spark, project):
     label = spark.read.format("delta").load(os.path.join(lake_root, "mart", "scores")).select("label").distinct().collect()
     assert [r.label for r in label] == ["scored"]
 
-    # Second run: merges find nothing to change (no version), replace rewrites, append appends.
+    # Second run: nothing the SQL files read changed, so they are skipped (the Python asset
+    # src/people runs, and its merge finds nothing to change); the manual file runs.
     second = run(defs, ALL, instance)
     assert second["src/people"]["delta/committed"].value is False
-    assert second["mart/people_clean"]["delta/committed"].value is False
-    assert second["mart/people_clean"]["delta/version"].value == 0
+    for table in ("mart/people_clean", "mart/scores", "mart/score_log"):
+        assert second[table]["delta/committed"].value is False
+        assert "inputs unchanged since version 0" in second[table]["assetlake/skipped"].value
+    assert delta_versions(spark, lake_root, "mart/people_clean") == [0]
+    assert delta_versions(spark, lake_root, "mart/scores") == [0]
+    assert second["mart/score_log"]["dagster/row_count"].value == 1
+
+    # Forced: merges find nothing to change (no version), replace rewrites, append appends.
+    forced = run(defs, ALL[1:4], instance, tags={"assetlake/force": "true"})
+    assert forced["mart/people_clean"]["delta/committed"].value is False
+    assert forced["mart/people_clean"]["delta/version"].value == 0
     assert delta_versions(spark, lake_root, "mart/people_clean") == [0]
     assert delta_versions(spark, lake_root, "mart/scores") == [1, 0]
-    assert second["mart/score_log"]["dagster/row_count"].value == 2
+    assert forced["mart/score_log"]["dagster/row_count"].value == 2
 
     # The manual file wrote its own table inside the lake; its version is recorded.
     manual = second["mart/manual_copy"]

@@ -19,6 +19,10 @@ from assetlake_dagster_tests.helpers import run_cli
 T, D = dg.AssetKey(["s", "t"]), dg.AssetKey(["s", "d"])
 
 
+#: A run that appends although nothing it reads changed (run_decision.py would skip it).
+FORCED = {"assetlake/force": "true"}
+
+
 def test_the_maintenance_job_compacts_records_and_triggers_nothing_downstream(spark, lake_root, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -30,8 +34,8 @@ def test_the_maintenance_job_compacts_records_and_triggers_nothing_downstream(sp
         "@daily", "maintain__s__t", dg.DefaultScheduleStatus.RUNNING,
     )
     instance = dg.DagsterInstance.ephemeral()
-    for _ in range(3):  # three appends: three small files
-        assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance).success
+    for _ in range(3):  # three appends (forced: nothing they read changes): three small files
+        assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, tags=FORCED).success
     cursor = dg.evaluate_automation_conditions(defs=defs, instance=instance).cursor
 
     assert defs.resolve_job_def("maintain__s__t").execute_in_process(instance=instance).success
@@ -44,7 +48,7 @@ def test_the_maintenance_job_compacts_records_and_triggers_nothing_downstream(sp
     assert after_maintenance.total_requested == 0
 
     # The control: a real new version of s/t does request s/d.
-    assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, asset_selection=[T]).success
+    assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, asset_selection=[T], tags=FORCED).success
     after_write = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=after_maintenance.cursor)
     assert after_write.get_requested_partitions(D) == {None}
 

@@ -80,10 +80,13 @@ def test_a_batch_run_is_one_commit_with_a_row_count_per_partition(project, spark
     # One commit, the file's description (the table's comment) in it.
     assert history(spark, path) == [(0, "CREATE TABLE AS SELECT")]
     assert instance.get_materialized_partitions(key("mart/daily_events")) == {f"2024-01-0{d}" for d in range(1, 6)}
-    # Re-running one partition: same rows, one more commit, other partitions' files untouched.
+    # Re-running one partition with nothing changed: skipped, no commit.
+    run(defs, instance, [key("mart/daily_events")], partition_key="2024-01-03")
+    assert history(spark, path) == [(0, "CREATE TABLE AS SELECT")]
+    # Forced: same rows, one more commit, other partitions' files untouched.
     before_rows = sorted(tuple(r) for r in read(spark, path).collect())
     before_files = files_by_partition(spark, path)
-    run(defs, instance, [key("mart/daily_events")], partition_key="2024-01-03")
+    run(defs, instance, [key("mart/daily_events")], partition_key="2024-01-03", tags={"assetlake/force": "true"})
     after_files = files_by_partition(spark, path)
     assert sorted(tuple(r) for r in read(spark, path).collect()) == before_rows
     assert history(spark, path)[0] == (1, "WRITE")

@@ -69,11 +69,12 @@ def remote(connect_url, lake_root):
     return resource, session
 
 
-def run(defs, selection, instance, raise_on_error=True):
+def run(defs, selection, instance, raise_on_error=True, tags=None):
     result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance,
         asset_selection=[dg.AssetKey(s.split("/")) for s in selection],
         raise_on_error=raise_on_error,
+        tags=tags,
     )
     metadata = {
         e.asset_key.to_user_string(): e.step_materialization_data.materialization.metadata
@@ -127,9 +128,9 @@ def test_materialize_all_twice_over_spark_connect(remote, lake_root):
         "delta://mart/people_clean": 0,
     }
 
-    # Second run, as in classic mode: merges find nothing to change (no version), replace
-    # rewrites, append appends, the manual file inserts again.
-    second_run, second = run(defs, ALL, instance)
+    # Second run, forced, as in classic mode: merges find nothing to change (no version),
+    # replace rewrites, append appends, the manual file inserts again.
+    second_run, second = run(defs, ALL, instance, tags={"assetlake/force": "true"})
     assert second_run.success
     for merged, current in (("src/people", 0), ("mart/people_clean", 0)):
         assert second[merged]["delta/committed"].value is False
@@ -152,6 +153,13 @@ def test_materialize_all_twice_over_spark_connect(remote, lake_root):
         (1, "WRITE", stamp(b, "mart/score_log")),
         (0, "WRITE", stamp(a, "mart/score_log")),
     ]
+
+    # Third run, not forced: nothing the SQL files read changed, so no write reaches the server.
+    third_run, third = run(defs, ALL[1:4], instance)
+    assert third_run.success
+    for table in ("mart/people_clean", "mart/scores", "mart/score_log"):
+        assert "inputs unchanged since version" in third[table]["assetlake/skipped"].value
+    assert [v for v, _, _ in history(spark, lake_root, "mart/scores")] == [1, 0]
 
     # Readable through the server and by an independent Delta reader on the same folder.
     people = spark.read.format("delta").load(os.path.join(lake_root, "mart", "people_clean"))
@@ -462,8 +470,11 @@ def test_partition_batch_over_spark_connect_keeps_each_partitions_temp_views(rem
         assert json.loads(user_metadata)["assetlake"]["run_id"] == batch.run_id
         assert json.loads(user_metadata)["assetlake"]["partition"] == f"{DAYS[0]}...{DAYS[-1]}"
 
-    # One partition again (the single-partition path): replaced alone, the others untouched.
-    single = job.execute_in_process(instance=instance, asset_selection=assets, partition_key=DAYS[1])
+    # One partition again (the single-partition path, forced: its inputs did not change):
+    # replaced alone, the others untouched.
+    single = job.execute_in_process(
+        instance=instance, asset_selection=assets, partition_key=DAYS[1], tags={"assetlake/force": "true"}
+    )
     assert single.success
     for table in tables:
         assert [v for v, _, _ in history(spark, lake_root, table)] == [1, 0], table

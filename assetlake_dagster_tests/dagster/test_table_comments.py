@@ -14,12 +14,12 @@ KEY = dg.AssetKey(["docs", "customers"])
 SELECT = "SELECT 1 AS id, 'ann' AS name, 10.5 AS revenue UNION ALL SELECT 2, 'bob', 3.0"
 
 
-def materialize(project, lake_root, instance, header: str, materialize_line="key=id"):
+def materialize(project, lake_root, instance, header: str, materialize_line="key=id", tags=None):
     (project / "customers.sql").write_text(
         f"-- materialize delta://docs/customers {materialize_line}\n{header}\n\n{SELECT}\n"
     )
     defs = build_definitions(str(project), lake_root=lake_root)
-    assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance).success
+    assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, tags=tags).success
     return instance.get_latest_materialization_event(KEY).asset_materialization.metadata
 
 
@@ -105,7 +105,8 @@ def test_a_replaced_table_keeps_its_comments_without_a_commit_for_them(spark, la
     instance = dg.DagsterInstance.ephemeral()
     path = f"{lake_root}/docs/customers"
     materialize(project, lake_root, instance, HEADER, materialize_line="")
-    again = materialize(project, lake_root, instance, HEADER, materialize_line="")
+    # Forced: the same file with nothing new to read would be skipped.
+    again = materialize(project, lake_root, instance, HEADER, materialize_line="", tags={"assetlake/force": "true"})
     assert "assetlake/layout_changes" not in again
     assert [(v, op) for v, op, _ in history(spark, path)] == [(0, "CREATE TABLE AS SELECT"), (1, "WRITE")]
     assert schema_at(spark, path, 1)["revenue"] == "Sum of paid orders, in EUR."

@@ -153,11 +153,16 @@ def test_the_demo_on_an_s3_lake_from_the_command_line(s3, tmp_path, monkeypatch)
     assert all(r[PARTITION_COLUMN] == r["order_date"].isoformat() for r in staging)
     assert {r[PARTITION_COLUMN] for r in staging} == set(WEEK)
 
-    # One day again: the same rows, one more commit, and only that day's files change.
+    # One day again, nothing it reads changed: skipped, decided from the bucket's Delta logs.
     day = WEEK[3]
+    output = _cli(tmp_path, env, *materialize, "staging/orders", "--partition", day)
+    assert "delta://staging/orders: inputs unchanged since version 0" in output
+    assert s3.table(root, "staging/orders").version() == 0
+    # Forced (ASSETLAKE_FORCE=1): the same rows, one more commit, and only that day's files change.
     before_rows = sorted(map(str, (r for r in staging if r[PARTITION_COLUMN] == day)))
     before_files = _files_by_partition(orders)
-    _cli(tmp_path, env, *materialize, "staging/orders", "--partition", day)
+    output = _cli(tmp_path, {**env, "ASSETLAKE_FORCE": "1"}, *materialize, "staging/orders", "--partition", day)
+    assert "delta://staging/orders: runs, ASSETLAKE_FORCE is set." in output
     orders = s3.table(root, "staging/orders")
     after_files = _files_by_partition(orders)
     after_rows = [r for r in orders.to_pyarrow_table().to_pylist() if r[PARTITION_COLUMN] == day]

@@ -102,8 +102,10 @@ def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spar
     (project / "d.sql").write_text("-- materialize delta://s/d\n\nSELECT n FROM s.t\n")
     instance = dg.DagsterInstance.ephemeral()
     defs = build_definitions(str(project), lake_root=lake_root)
-    for _ in range(2):
-        assert defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance).success
+    for _ in range(2):  # forced: two versions of each table (nothing they read changes)
+        assert defs.resolve_implicit_global_asset_job_def().execute_in_process(
+            instance=instance, tags={"assetlake/force": "true"}
+        ).success
 
     @dg.asset(key=["s", "pinned_reader"], ins={"t": dg.AssetIn(key=["s", "t"], metadata={"assetlake/version": 0})})
     def pinned_reader(t):
