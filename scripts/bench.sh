@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark of docs/performance.md, each printing one result line on stdout:
 #
-#   bash scripts/bench.sh [B1 B2 B3 B4 B5 B6 B7] [--reps 5] [--out bench_results.json] [options]
+#   bash scripts/bench.sh [B1 B2 B3 B4 B5 B6 B7 B8] [--reps 5] [--out bench_results.json] [options]
 #
 # Default: all of them (a few hours on a 2-core machine: B2's 365 single-partition runs and 365
 # dbt microbatches alone took 38 minutes). B1, B2, B3, B6 and B7 compare writes side by
@@ -50,11 +50,11 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS=false
 names=() options=()
 for arg in "$@"; do
   case "${arg^^}" in
-    B[1-7]) names+=("${arg^^}") ;;
+    B[1-9]) names+=("${arg^^}") ;;
     *) options+=("$arg") ;;
   esac
 done
-[ ${#names[@]} -gt 0 ] || names=(B1 B2 B3 B4 B5 B6 B7)
+[ ${#names[@]} -gt 0 ] || names=(B1 B2 B3 B4 B5 B6 B7 B8)
 writes=() load=0 engine=0
 for name in "${names[@]}"; do
   case "$name" in

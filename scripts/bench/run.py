@@ -1,8 +1,8 @@
-"""The write benchmarks of ``docs/performance.md`` (B1, B2, B3, B6, B7), side by side in one process and
+"""The write benchmarks of ``docs/performance.md`` (B1, B2, B3, B6, B7, B8), side by side in one process and
 one SparkSession. Run through ``bash scripts/bench.sh [B1 B2 B3 B6 B7] [options]``, which sets up the
 venv (.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
 
-    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7] [--rows N] [--shape all] [--b3-rows N ...]
+    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7 B8] [--rows N] [--shape all] [--b3-rows N ...]
                                                 [--reps N] [--out bench_results.json] [...; see --help]
 
 Prints one line per benchmark on stdout (``B1 ratio=0.43 goal<=0.40 MISSED commits=1/1/1 ...``; B7 one
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchError, progress, spark_session, write_json  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-IMPLEMENTED = ("B1", "B2", "B3", "B6", "B7")
+IMPLEMENTED = ("B1", "B2", "B3", "B6", "B7", "B8")
 #: The table properties of a table the product creates with SparkDeltaResource(deletion_vectors=True).
 DELETION_VECTORS = {"delta.enableDeletionVectors": "true"}
 LATER = {"B4": "scripts/bench_load.py, which scripts/bench.sh B4 runs",
@@ -39,7 +39,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("benchmarks", nargs="*", help=f"default: all implemented ({' '.join(IMPLEMENTED)})")
     parser.add_argument("--out", default=os.path.join(REPO, "bench_results.json"))
-    parser.add_argument("--reps", type=int, default=5, help="timed repetitions per variant (after a warm-up)")
+    parser.add_argument("--reps", type=int, default=None, help="timed repetitions per variant (after a warm-up; default 5)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="B7 target rows (source: a tenth)")
     parser.add_argument("--b7-reps", type=int, default=None, help="B7 repetitions (default --reps)")
     parser.add_argument("--shape", choices=["random", "clustered", "unchanged", "all"], default="random",
@@ -63,6 +63,8 @@ def main() -> int:
     parser.add_argument("--b6-reps", type=int, default=3, help="B6 repetitions per cell")
     parser.add_argument("--b6-dvs", nargs="+", choices=["off", "on"], default=["off", "on"], help="B6 deletion vectors")
     parser.add_argument("--b6-png", default=os.path.join(REPO, "docs", "img", "b6_churn.png"), help="B6 plot ('' = none)")
+    parser.add_argument("--b8-reps", type=int, default=None,
+                        help="B8 repetitions, each on a fresh lake (default: --reps if given, else 1; minutes each)")
     parser.add_argument("--ours-deletion-vectors", action=argparse.BooleanOptionalAction, default=True,
                         help="B1, B7: ours (and bare) start from a table with deletion vectors, as the product "
                         "creates it with SparkDeltaResource(deletion_vectors=True) (default: on)")
@@ -70,6 +72,8 @@ def main() -> int:
     parser.add_argument("--workdir", default=None, help="keep the lakes here (default: a temp folder, removed)")
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
+    b8_reps = args.b8_reps or args.reps or 1  # B8: minutes per repetition
+    args.reps = args.reps or 5
     chosen = [b.upper() for b in args.benchmarks] or list(IMPLEMENTED)
     unknown = [b for b in chosen if b not in IMPLEMENTED]
     if unknown:
@@ -133,6 +137,13 @@ def main() -> int:
                     print(res["line"], flush=True)
                     code = max(code, 0 if res["ok"] else 1)
                     write_json(args.out, results)
+            elif name == "B8":
+                import b8_unchanged
+
+                res = b8_unchanged.run(spark, workdir, b8_reps)
+                results["benchmarks"]["B8"] = res
+                print(res["line"], flush=True)
+                code = max(code, 0 if res["ok"] else 1)
             elif name == "B3":
                 import b3_overhead
 
