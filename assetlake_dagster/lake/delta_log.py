@@ -179,6 +179,8 @@ class TableMetadata:
             field ``{"name", "type", "nullable", "metadata"}`` (Spark's StructType JSON).
         partition_columns: ``partitionColumns``, in order.
         file: the log file it was read from.
+        configuration: the table's properties (``configuration``), e.g.
+            ``{"delta.enableDeletionVectors": "true"}``.
 
     Example:
         >>> m = TableMetadata(0, {"type": "struct", "fields": []}, ("day",), "_delta_log/0.json")
@@ -190,6 +192,7 @@ class TableMetadata:
     schema: Mapping[str, Any]
     partition_columns: tuple[str, ...]
     file: str
+    configuration: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -584,7 +587,18 @@ def _table_metadata(version: int, action: Mapping[str, Any], path: str, table_pa
             table_path=table_path,
             file=path,
         ) from None
-    return TableMetadata(version, schema, tuple(partition_columns), path)
+    return TableMetadata(version, schema, tuple(partition_columns), path, _configuration(action.get("configuration")))
+
+
+def _configuration(value: Any) -> dict[str, str]:
+    """A metaData action's ``configuration``: a JSON object in a commit, a list of
+    ``(key, value)`` pairs as pyarrow reads a checkpoint's map; anything else reads as none."""
+    pairs = value.items() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    found = {}
+    for pair in pairs:
+        if isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
+            found[pair[0]] = pair[1]
+    return found
 
 
 def _string(value: Any, name: str) -> str:

@@ -38,6 +38,10 @@ STAMP_TAG = "assetlake"
 #: The lock file of a local table, in its schema folder: ``.<table>.assetlake.lock``.
 LOCK_FILE_SUFFIX = ".assetlake.lock"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
+#: The stamp's field holding the fingerprint of the rows a whole-table replace wrote.
+CONTENT_FIELD = "content"
+#: The stamp's field holding the fingerprint of the rows a one-pass merge merged.
+SOURCE_FIELD = "source"
 #: How far back in the history to look for a stamp; concurrent writers rarely exceed it.
 HISTORY_SEARCH_DEPTH = 100
 
@@ -59,6 +63,8 @@ class CommitStamp:
         content: a whole-table replace's fingerprint of the rows it wrote
             (:mod:`~assetlake_dagster.writes.content`), so that the next one can tell it
             would write the same rows.
+        source: a one-pass merge's fingerprint of the rows it merged (with its key and
+            options), so that merging the same rows again is known to change nothing.
     """
 
     run_id: str
@@ -68,6 +74,7 @@ class CommitStamp:
     code_version: Optional[str] = None
     writer: Optional[str] = None
     content: Optional[str] = None
+    source: Optional[str] = None
 
     @property
     def root_run_id(self) -> str:
@@ -97,7 +104,9 @@ class CommitStamp:
         if self.writer:
             stamp["writer"] = self.writer
         if self.content:
-            stamp["content"] = self.content
+            stamp[CONTENT_FIELD] = self.content
+        if self.source:
+            stamp[SOURCE_FIELD] = self.source
         text = json.dumps({STAMP_TAG: stamp})
         return text.replace("$", "\\u0024")
 

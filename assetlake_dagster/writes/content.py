@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Optional
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake import delta_log
 from assetlake_dagster.spec import quote_identifier
+from assetlake_dagster.writes.commit import CONTENT_FIELD
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
-#: The stamp's field holding the fingerprint of the rows a replace wrote.
-CONTENT_FIELD = "content"
 #: The most recent commits searched for the latest one that changed rows.
 _SEARCHED_COMMITS = 20
 
@@ -37,11 +37,9 @@ def content_fingerprint(rows: DataFrame) -> Optional[str]:
         >>> content_fingerprint(spark.createDataFrame([(1, "a")], "id INT, v STRING"))  # doctest: +SKIP
         '9f1c…'
     """
-    if any(field.dataType.typeName() == "map" or "map<" in field.dataType.simpleString() for field in rows.schema.fields):
+    values = hash_values(rows.schema)
+    if values is None:
         return None
-    # A NULL is skipped by Spark's hashes: its position is hashed beside it, so (1, NULL) and
-    # (NULL, 1) differ.
-    values = ", ".join(f"{quote_identifier(c)}, {quote_identifier(c)} IS NULL" for c in rows.columns) or "1"
     row = rows.selectExpr(
         "count(1) AS n",
         f"sum(CAST(xxhash64({values}) AS DECIMAL(38, 0))) AS h64",
@@ -52,9 +50,29 @@ def content_fingerprint(rows: DataFrame) -> Optional[str]:
     return digest.hexdigest()[:32]
 
 
+def hash_values(schema: StructType) -> Optional[str]:
+    """The arguments of Spark's row hashes (``xxhash64``, ``hash``) over every column of
+    ``schema``, each with its NULL flag: a NULL is skipped by the hashes, so (1, NULL) and
+    (NULL, 1) would hash alike. ``None`` when a column holds a map, which Spark cannot hash.
+
+    Example:
+        >>> hash_values(StructType.fromDDL("id INT, v STRING"))  # doctest: +SKIP
+        '`id`, `id` IS NULL, `v`, `v` IS NULL'
+    """
+    if any("map<" in field.dataType.simpleString() for field in schema.fields):
+        return None
+    return ", ".join(f"{quote_identifier(c)}, {quote_identifier(c)} IS NULL" for c in schema.fieldNames()) or "1"
+
+
 def latest_content(path: str) -> Optional[tuple[int, str]]:
     """``(version, fingerprint)`` of the table's latest commit that changed rows, when that
-    commit is a replace that recorded one and no commit changed rows after it; else ``None``.
+    commit is a replace that recorded one and no commit changed rows after it; else ``None``."""
+    return latest_stamp_field(path, CONTENT_FIELD)
+
+
+def latest_stamp_field(path: str, name: str) -> Optional[tuple[int, str]]:
+    """``(version, value)`` of the stamp field ``name`` of the table's latest commit that
+    changed rows, when that commit's stamp has it; else ``None``.
 
     Read from the Delta log's last few commits, without Spark.
     """
@@ -71,6 +89,6 @@ def latest_content(path: str) -> Optional[tuple[int, str]]:
             stamp = json.loads(commit.user_metadata or "{}").get("assetlake") or {}
         except (ValueError, AttributeError):
             return None
-        content = stamp.get(CONTENT_FIELD) if isinstance(stamp, dict) else None
-        return (commit.version, content) if isinstance(content, str) else None
+        value = stamp.get(name) if isinstance(stamp, dict) else None
+        return (commit.version, value) if isinstance(value, str) else None
     return None

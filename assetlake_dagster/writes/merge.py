@@ -1,14 +1,21 @@
 """Merge: upsert the slice on its key, touching only rows whose values changed.
 
 Before anything is written the rows are checked for NULL and duplicate keys (Delta MERGE
-would insert both unmatched duplicates): on a table's first run in a pass of their own,
-later on the diff. The changed rows are found first, NULL-safely, and staged once (a
-local checkpoint): when there are none, no MERGE runs and no version is created (a no-op
-MERGE still commits: delta-io/delta#1812); otherwise the MERGE reads the staged rows, not
-the diff again, and updates every row it matches (each one changed), so it compares no
-column itself. On a table with deletion vectors
-(``SparkDeltaResource(deletion_vectors=True)``) the MERGE writes the changed rows only,
-not every file that holds one.
+would insert both unmatched duplicates). Then one of two ways, decided by the table:
+
+* **With deletion vectors** (``SparkDeltaResource(deletion_vectors=True)``, or the table's
+  ``delta.enableDeletionVectors``): one MERGE of every staged row, whose matched clause
+  carries the change condition (NULL-safe). Delta marks the changed rows deleted and writes
+  their new versions, copies nothing else, and commits nothing when no row differs (checked
+  in ``spark/test_merge_one_pass.py``), so the table is read once. The keys are checked in
+  one aggregation of the staged rows that also fingerprints them (the fingerprint rides in
+  the commit's stamp): merging the very rows the table's latest commit merged is known to
+  change nothing, and runs no MERGE at all.
+* **Without them** Delta's MERGE rewrites every file a matched row is in and commits even
+  when nothing changed (a no-op MERGE: delta-io/delta#1812), so the changed rows are found
+  first, NULL-safely, and staged once (a local checkpoint), the key check riding on that
+  diff: when there are none, no MERGE runs and no version is created; otherwise the MERGE
+  reads the staged rows, not the diff again, and updates every row it matches.
 
 The options (:class:`~assetlake_dagster.spec.MergeOptions`): ``update=``/``keep=`` choose
 the columns a match sets, and only those are compared (a row that differs in a kept column
@@ -25,6 +32,8 @@ few key ranges, data skipping then leaves the other files unread.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +41,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.lake.delta_sql import path_identifier, read
+from assetlake_dagster.lake.table_properties import DELETION_VECTORS_PROPERTY, table_properties
 from assetlake_dagster.spark.session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.target_predicate import TargetPredicate
@@ -45,7 +55,15 @@ from assetlake_dagster.writes.base import (
     slice_rows,
     staged_scope_text,
 )
-from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session
+from assetlake_dagster.writes.commit import (
+    SOURCE_FIELD,
+    WriteResult,
+    WriteTarget,
+    no_commit,
+    result_from_history,
+    stamped_session,
+)
+from assetlake_dagster.writes.content import hash_values, latest_stamp_field
 from assetlake_dagster.writes.create import create_table, needs_create_statement
 from assetlake_dagster.lake.versions import current_version
 from assetlake_dagster.writes.slices import partition_predicate
@@ -78,6 +96,7 @@ def merge_statement(
     source: str = "changed_rows",
     target_condition: Optional[str] = None,
     update: Optional[Sequence[str]] = None,
+    changed_only: bool = False,
 ) -> str:
     """The Spark SQL MERGE a merge write runs (also shown by plans and logs).
 
@@ -96,6 +115,9 @@ def merge_statement(
             partitions do not conflict, and the ``within=`` predicate).
         update: the columns a matched row has set (``update=``/``keep=``); default every
             non-key column.
+        changed_only: a match updates only a row whose updated columns differ (NULL-safely):
+            the one-pass MERGE of every staged row (:func:`one_pass`), which on a table with
+            deletion vectors commits nothing when nothing differs.
 
     Example:
         >>> print(merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
@@ -115,7 +137,11 @@ def merge_statement(
         assignments = ", ".join(
             f"{quote_identifier(c)} = {SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key
         )
-        lines.append(f"WHEN MATCHED THEN UPDATE SET {assignments}")
+        differs = " OR ".join(
+            f"NOT ({TARGET_ALIAS}.{quote_identifier(c)} <=> {SOURCE_ALIAS}.{quote_identifier(c)})" for c in non_key
+        )
+        when = f"WHEN MATCHED AND ({differs})" if changed_only else "WHEN MATCHED"
+        lines.append(f"{when} THEN UPDATE SET {assignments}")
     names = ", ".join(quote_identifier(c) for c in columns)
     values = ", ".join(f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in columns)
     lines.append(f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})")
@@ -297,6 +323,8 @@ class MergeWrite(WriteStrategyBase):
         if new_columns:  # every row is merged: the target lacks columns to compare
             check_keys(self, staged, target, key)
             return self._merge_changes(spark, staged, target, key, staged, new_columns, ranges)
+        if one_pass(target.path):
+            return self._merge_in_one_pass(spark, staged, target, key, ranges)
         # The diff is evaluated once and carries the key check: the check, the
         # emptiness check and the MERGE read the staged rows.
         key_rows = f"__assetlake_key_rows_{uuid.uuid4().hex[:8]}"
@@ -307,6 +335,24 @@ class MergeWrite(WriteStrategyBase):
         finally:
             release_checkpoint(diff)  # here, not from the garbage collector (see local_checkpoint)
 
+    def _merge_in_one_pass(
+        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, key: Sequence[str], ranges: Optional[KeyRanges]
+    ) -> WriteResult:
+        """One MERGE of every staged row whose matched clause carries the change condition.
+
+        On a table with deletion vectors Delta then rewrites nothing it does not change and
+        commits nothing when no row differs, so the table is read once (no diff first). The
+        keys are checked in one aggregation of the staged rows, which also fingerprints them:
+        merging the very rows the table's latest commit merged changes nothing, and is not run.
+        """
+        fingerprint = source_fingerprint(self, staged, target, key)
+        if not target.partitioned and fingerprint is not None:
+            latest = latest_stamp_field(target.path, SOURCE_FIELD)
+            if latest is not None and latest[1] == fingerprint:
+                return no_commit(current_version(spark, target.path))
+        target = dataclasses.replace(target, stamp=dataclasses.replace(target.stamp, source=fingerprint))
+        return self._merge_changes(spark, staged, target, key, staged, (), ranges, changed_only=True)
+
     def _merge_changes(
         self,
         spark: SparkSession,
@@ -316,12 +362,15 @@ class MergeWrite(WriteStrategyBase):
         changes: DataFrame,
         new_columns: Sequence[str],
         ranges: Optional[KeyRanges] = None,
+        changed_only: bool = False,
     ) -> WriteResult:
         """MERGE ``changes`` (the staged rows that differ, or all of them) on ``key``, within
-        the key ``ranges`` (:func:`clustered_key_ranges`) when there are any."""
-        if not changes.take(1):
+        the key ``ranges`` (:func:`clustered_key_ranges`) when there are any; ``changed_only``:
+        a match updates only a row that differs (Delta commits nothing when none does)."""
+        if not changed_only and not changes.take(1):
             version = current_version(spark, target.path)
             return no_commit(version)
+        before = current_version(spark, target.path) if changed_only else None
         # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
         # classic session and on a Spark Connect server without the Delta Connect plugin.
         view = f"_assetlake_changes_{uuid.uuid4().hex}"
@@ -334,6 +383,7 @@ class MergeWrite(WriteStrategyBase):
                 c for c in (_target_condition(target), ranges.predicate(TARGET_ALIAS) if ranges else None) if c
             ) or None,
             update=target.merge.updated_columns(staged.columns, key),
+            changed_only=changed_only,
         )
         settings = {SCHEMA_EVOLUTION_CONF: "true"} if new_columns else {}
         changes.createOrReplaceTempView(view)
@@ -343,7 +393,7 @@ class MergeWrite(WriteStrategyBase):
         finally:
             spark.catalog.dropTempView(view)
         return result_from_history(
-            spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
+            spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated"), before=before
         )
 
     def _check_rows_within(self, staged: DataFrame, target: WriteTarget) -> None:
@@ -440,3 +490,50 @@ def _within(target: WriteTarget, alias: Optional[str] = TARGET_ALIAS) -> Optiona
     predicate = TargetPredicate.parse(target.merge.within)
     return predicate.qualified(alias) if alias else predicate.unqualified()
 
+
+
+
+def one_pass(path: str) -> bool:
+    """Whether a merge into the table at ``path`` is one MERGE of every staged row: when the
+    table has deletion vectors (``SparkDeltaResource(deletion_vectors=True)`` or the
+    ``delta.enableDeletionVectors`` property). Without them, Delta's MERGE rewrites every file
+    a matched row is in, changed or not, and commits that even when nothing changed, so the
+    changed rows are found first (:func:`changed_rows`) and only they are merged.
+    """
+    return table_properties(path).get(DELETION_VECTORS_PROPERTY, "").lower() == "true"
+
+
+def source_fingerprint(
+    strategy: WriteStrategyBase, staged: DataFrame, target: WriteTarget, key: Sequence[str]
+) -> Optional[str]:
+    """Check the staged rows' keys (NULL or duplicated: :class:`KeyViolationError`, naming a
+    few) and fingerprint the rows with the merge's key and options, in one aggregation.
+
+    ``None`` (the keys still checked) when a column's type cannot be hashed (a map).
+    """
+    spark = staged.sparkSession
+    values = hash_values(staged.schema)
+    keys = ", ".join(quote_identifier(k) for k in key)
+    null_key = " OR ".join(f"{quote_identifier(k)} IS NULL" for k in key)
+    hashes = (
+        f", sum(CAST(xxhash64({values}) AS DECIMAL(38, 0))) AS h64, sum(CAST(hash({values}) AS DECIMAL(38, 0))) AS h32"
+        if values else ", 0 AS h64, 0 AS h32"
+    )
+    view = f"_assetlake_keys_{uuid.uuid4().hex}"
+    staged.createOrReplaceTempView(view)
+    try:
+        row = spark.sql(
+            "SELECT sum(n) AS n, max(CASE WHEN n > 1 THEN 1 ELSE 0 END) AS duplicated, max(null_key) AS null_key, "
+            "sum(h64) AS h64, sum(h32) AS h32 FROM ("
+            f"SELECT count(1) AS n, max(CAST({null_key} AS INT)) AS null_key{hashes} FROM {view} GROUP BY {keys})"
+        ).first()
+    finally:
+        spark.catalog.dropTempView(view)
+    if row is not None and (row["duplicated"] or row["null_key"]):
+        check_keys(strategy, staged, target, key)  # names a few of them
+    if not values:
+        return None
+    digest = hashlib.sha256(staged.schema.json().encode())
+    digest.update(repr((tuple(key), target.merge)).encode())
+    digest.update(f"{row['n'] if row else 0}:{row['h64'] if row else 0}:{row['h32'] if row else 0}".encode())
+    return digest.hexdigest()[:32]
