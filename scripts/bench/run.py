@@ -6,7 +6,7 @@ venv (.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and 
                                                 [--reps N] [--out bench_results.json] [...; see --help]
 
 Prints one line per benchmark on stdout (``B1 ratio=0.43 goal<=0.40 MISSED commits=1/1/1 ...``; B7 one
-per shape, ``--shape random|clustered|unchanged|all``: ``B7-random ratio=... goal<=1.05 ...``),
+per shape, ``--shape random|clustered|unchanged|identical|all``: ``B7-random ratio=... goal<=1.05 ...``),
 progress lines on stderr, and writes every figure as JSON to ``--out``. Everything is written
 in a fresh temp folder (``--workdir`` to keep it), removed at the end.
 
@@ -42,10 +42,12 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per variant (after a warm-up; default 5)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="B7 target rows (source: a tenth)")
     parser.add_argument("--b7-reps", type=int, default=None, help="B7 repetitions (default --reps)")
-    parser.add_argument("--shape", choices=["random", "clustered", "unchanged", "all"], default="random",
+    parser.add_argument("--shape", choices=["random", "clustered", "unchanged", "identical", "all"], default="random",
                         help="B7's shape: random (B7-random, ours/bare <= 1.05), clustered (B7-clustered: target "
                         "clustered by key, changes in 3 key ranges; ours/dbt <= 0.5), unchanged (B7-unchanged: "
-                        "an identical source; ours/dbt <= 0.3, 0 commits), or all three in sequence")
+                        "the random merge rerun, each variant's first run untimed; ours/dbt <= 0.3, 0 commits), "
+                        "identical (B7-identical: a never-merged source identical to the target's rows; no goal), "
+                        "or all four in sequence")
     parser.add_argument("--b3-rows", type=int, nargs="+", default=[10_000], help="B3 sizes, e.g. 10000 1000000")
     parser.add_argument("--b3-reps-large", type=int, default=3, help="B3 repetitions at >= 1M rows")
     parser.add_argument("--b3-strategies", nargs="+", default=None,
