@@ -13,7 +13,8 @@ are not woken), and carries its data tests' last results.
 
 A run is never skipped (the reason goes to the run's log) when its SQL is not deterministic
 (:data:`NON_DETERMINISTIC`: ``current_timestamp()``, ``rand()``, ``uuid()`` …), when a table it
-reads is not in the lake as a Delta table, when the run carries the tag ``assetlake/force``
+reads is not in the lake as a Delta table (another catalog's, a table function's such as
+``read_files(...)``), when the run carries the tag ``assetlake/force``
 (``assetlake backfill --force`` sets it) or its process has ``ASSETLAKE_FORCE=1``, or when
 no earlier materialization recorded its inputs.
 
@@ -195,6 +196,9 @@ def decide_run(
     called = non_deterministic_call(spec)
     if called:
         return Run(f"its SQL calls {called}, whose result differs from run to run")
+    elsewhere = reads_outside_the_lake(spec)
+    if elsewhere:
+        return Run(f"it reads {elsewhere}, whose versions are not known here")
     inputs, problem = current_inputs(spec, lake, args)
     if inputs is None:
         return Run(problem or "its inputs cannot be read")
@@ -280,6 +284,39 @@ def non_deterministic_call(spec: SqlAssetSpec) -> Optional[str]:
                     return f"{node.sql_name().lower()}()"
                 if isinstance(node, exp.Anonymous) and node.name.lower() in NON_DETERMINISTIC:
                     return f"{node.name.lower()}()"
+    return None
+
+
+#: Table functions that read nothing but their arguments.
+_PURE_TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "inline", "inline_outer", "posexplode", "stack"})
+
+
+def reads_outside_the_lake(spec: SqlAssetSpec) -> Optional[str]:
+    """What the file's SQL reads besides the lake's Delta tables (a table of another catalog,
+    a table function such as ``read_files(...)``), in words; ``None`` when nothing.
+
+    Example:
+        >>> reads_outside_the_lake(spec)  # doctest: +SKIP
+        'uc.sales.orders (catalog uc)'
+    """
+    if spec.foreign_tables:
+        table = spec.foreign_tables[0]
+        return f"{table.name} (catalog {table.catalog})"
+    import sqlglot
+    from sqlglot import exp
+
+    for sql in [s.sql for s in spec.setup] + ([spec.select.sql] if spec.select else []):
+        try:
+            trees = sqlglot.parse(sql, read="spark")
+        except sqlglot.errors.SqlglotError:
+            return "a statement sqlglot cannot read"
+        for tree in trees:
+            for table in tree.find_all(exp.Table) if tree is not None else ():
+                function = table.this
+                if isinstance(function, exp.Func) and not isinstance(function, exp.Identifier):
+                    name = (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
+                    if name not in _PURE_TABLE_FUNCTIONS:
+                        return f"the table function {name}(...)"
     return None
 
 
@@ -488,7 +525,12 @@ def _int(value: Any) -> int:
 
 
 def _text(value: Any) -> str:
-    return value.isoformat() if hasattr(value, "isoformat") else json.dumps(value, default=str) if not isinstance(value, str) else value
+    """An argument value (or metadata text) as recorded: dates in ISO form, numbers as JSON."""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return json.dumps(value, default=str)
 
 
 def _shown(arguments: Mapping[str, str]) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.project import parse_file
-from assetlake_dagster.run_decision import RunInputs, current_inputs, non_deterministic_call
+from assetlake_dagster.run_decision import RunInputs, current_inputs, non_deterministic_call, reads_outside_the_lake
 
 
 def spec_of(body: str, header: str = "-- materialize delta://s/t"):
@@ -76,3 +76,14 @@ def test_inputs_are_read_from_the_delta_logs_and_a_missing_table_says_so(tmp_pat
     assert problem is None and inputs.tables == {"delta://s/a": 2} and inputs.arguments == {"n": "3"}
     inputs, problem = current_inputs(spec_of("SELECT id FROM s.a JOIN s.b USING (id)"), Lake(str(tmp_path)), {})
     assert inputs is None and problem == f"delta://s/b is not a Delta table of the lake {tmp_path} (yet)"
+
+
+def test_reads_outside_the_lake_are_named_and_the_lake_alone_is_not():
+    assert reads_outside_the_lake(spec_of("SELECT id FROM s.a JOIN s.b USING (id)")) is None
+    assert reads_outside_the_lake(spec_of("SELECT id FROM range(10)")) is None
+    assert reads_outside_the_lake(spec_of("SELECT * FROM read_files('/data/x.csv', format => 'csv')")) == (
+        "the table function read_files(...)"
+    )
+    foreign = spec_of("SELECT id FROM uc.sales.orders")
+    assert foreign.foreign_tables, "the parser keeps catalog.schema.table as a foreign table"
+    assert reads_outside_the_lake(foreign) == "uc.sales.orders (catalog uc)"
