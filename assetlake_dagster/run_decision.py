@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -265,26 +266,40 @@ def non_deterministic_call(spec: SqlAssetSpec) -> Optional[str]:
         >>> non_deterministic_call(spec)  # doctest: +SKIP
         'current_timestamp()'
     """
-    # sqlglot loads when a run decides, not with the definitions (the IO manager imports this).
-    import sqlglot
     from sqlglot import exp
 
+    trees = _statement_trees(_statements(spec))
+    if trees is None:
+        return "a statement sqlglot cannot read (so its functions are unknown)"
     classes = tuple(getattr(exp, name) for name in _NON_DETERMINISTIC_CLASSES if hasattr(exp, name))
-    statements = [s.sql for s in spec.setup] + ([spec.select.sql] if spec.select else [])
+    for tree in trees:
+        for node in tree.find_all(exp.Func):
+            if isinstance(node, classes):
+                return f"{node.sql_name().lower()}()"
+            if isinstance(node, exp.Anonymous) and node.name.lower() in NON_DETERMINISTIC:
+                return f"{node.name.lower()}()"
+    return None
+
+
+def _statements(spec: SqlAssetSpec) -> tuple[str, ...]:
+    """The SQL of the file's setup statements and its SELECT, in order."""
+    return tuple(s.sql for s in spec.setup) + ((spec.select.sql,) if spec.select else ())
+
+
+@functools.lru_cache(maxsize=64)
+def _statement_trees(statements: tuple[str, ...]) -> Optional[tuple[Any, ...]]:
+    """The statements parsed once for both questions asked of them; ``None`` when sqlglot
+    cannot read one. (Read only: the trees are shared.)"""
+    # sqlglot loads when a run decides, not with the definitions (the IO manager imports this).
+    import sqlglot
+
+    trees = []
     for sql in statements:
         try:
-            trees = sqlglot.parse(sql, read="spark")
+            trees.extend(tree for tree in sqlglot.parse(sql, read="spark") if tree is not None)
         except sqlglot.errors.SqlglotError:
-            return "a statement sqlglot cannot read (so its functions are unknown)"
-        for tree in trees:
-            if tree is None:
-                continue
-            for node in tree.find_all(exp.Func):
-                if isinstance(node, classes):
-                    return f"{node.sql_name().lower()}()"
-                if isinstance(node, exp.Anonymous) and node.name.lower() in NON_DETERMINISTIC:
-                    return f"{node.name.lower()}()"
-    return None
+            return None
+    return tuple(trees)
 
 
 #: Table functions that read nothing but their arguments.
@@ -302,21 +317,18 @@ def reads_outside_the_lake(spec: SqlAssetSpec) -> Optional[str]:
     if spec.foreign_tables:
         table = spec.foreign_tables[0]
         return f"{table.name} (catalog {table.catalog})"
-    import sqlglot
     from sqlglot import exp
 
-    for sql in [s.sql for s in spec.setup] + ([spec.select.sql] if spec.select else []):
-        try:
-            trees = sqlglot.parse(sql, read="spark")
-        except sqlglot.errors.SqlglotError:
-            return "a statement sqlglot cannot read"
-        for tree in trees:
-            for table in tree.find_all(exp.Table) if tree is not None else ():
-                function = table.this
-                if isinstance(function, exp.Func) and not isinstance(function, exp.Identifier):
-                    name = (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
-                    if name not in _PURE_TABLE_FUNCTIONS:
-                        return f"the table function {name}(...)"
+    trees = _statement_trees(_statements(spec))
+    if trees is None:
+        return "a statement sqlglot cannot read"
+    for tree in trees:
+        for table in tree.find_all(exp.Table):
+            function = table.this
+            if isinstance(function, exp.Func):
+                name = (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
+                if name not in _PURE_TABLE_FUNCTIONS:
+                    return f"the table function {name}(...)"
     return None
 
 
