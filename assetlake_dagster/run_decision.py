@@ -43,6 +43,9 @@ from assetlake_dagster.defer import sql_asset_reads
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.materialization import ROW_CHANGES_KEY, SCHEMA_DIFF_KEY
+from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY
+from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY
 from assetlake_dagster.spec import PARTITION_COLUMN, UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri, WriteStrategy
 
 #: The run tag that makes a run do its work even when nothing it reads changed.
@@ -71,8 +74,8 @@ NON_DETERMINISTIC = frozenset({
 })
 #: Metadata of the last materialization that a skipped run does not repeat (it did not write).
 _NOT_CARRIED = (
-    "delta/operation_metrics", "assetlake/rows_written", "assetlake/orphan_commits", "assetlake/layout_changes",
-    "assetlake/schema_diff", "assetlake/row_changes", "dagster/partition_row_count",
+    "delta/operation_metrics", "assetlake/rows_written", ORPHAN_COMMITS_KEY, LAYOUT_CHANGES_KEY,
+    SCHEMA_DIFF_KEY, ROW_CHANGES_KEY, "dagster/partition_row_count",
 )
 
 
