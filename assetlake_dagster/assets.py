@@ -73,7 +73,7 @@ def build_sql_asset(
         # The run's half (PySpark and all) loads with the first run, not with the definitions.
         from assetlake_dagster.sql_asset_run import run_sql_asset
 
-        inputs = None
+        inputs = changes_since = None
         if managed and asset_spec.key in context.selected_asset_keys:
             # Before any session: a run whose inputs did not change does nothing (run_decision.py).
             from assetlake_dagster.run_decision import Skip, decide, skipped_run_events
@@ -82,14 +82,15 @@ def build_sql_asset(
             if isinstance(decision, Skip):
                 yield from skipped_run_events(context, spec, asset_spec.key, output_name, decision)
                 return
-            inputs = decision.inputs
+            inputs, changes_since = decision.inputs, decision.changes_since
         # A session of the asset's own: its setup's SETs and temp views reach no other
         # asset of this run and no other run sharing the engine. Released once the IO
         # manager has written the DataFrame (it runs while this generator is suspended).
         spark = resource.new_session()
         try:
             yield from run_sql_asset(
-                context, spec, asset_spec, output_name, managed, resource, spark, args, keys_by_table or {}, inputs
+                context, spec, asset_spec, output_name, managed, resource, spark, args, keys_by_table or {}, inputs,
+                changes_since,
             )
         except AssetlakeError:
             raise

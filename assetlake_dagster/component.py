@@ -64,6 +64,7 @@ class SparkSettings(Model):
     s3_region: Optional[str] = Field(default=None, description="Region of an s3a:// lake's bucket.")
     s3_path_style: Optional[bool] = Field(default=None, description="Path-style S3 addressing.")
     deletion_vectors: Optional[bool] = Field(default=None, description="New tables with deletion vectors.")
+    change_data_feed: Optional[bool] = Field(default=None, description="New tables with a change data feed.")
 
 
 def _translation_vars(sql: SqlAssetSpec) -> Mapping[str, Any]:

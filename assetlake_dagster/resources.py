@@ -26,7 +26,7 @@ from assetlake_dagster.spec.names import SESSION_CATALOG_NAME
 from assetlake_dagster.lake.root import Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
-from assetlake_dagster.spark.install import DELETION_VECTORS_CONF, s3_jar_conf
+from assetlake_dagster.spark.install import CHANGE_DATA_FEED_CONF, DELETION_VECTORS_CONF, s3_jar_conf
 from assetlake_dagster.spark.sessions import (
     ENGINE_MODE,
     LOCAL_MODE,
@@ -125,6 +125,14 @@ class SparkDeltaResource(dg.ConfigurableResource):
         "Sets Delta's spark.databricks.delta.properties.defaults.enableDeletionVectors; an explicit "
         "spark_conf value wins.",
     )
+    change_data_feed: bool = Field(
+        default=False,
+        description="Create new tables with Delta's change data feed, so that a key= merge reading one of "
+        "them with a row-local or key-grouped SELECT reads only the rows that changed since its last run "
+        "(docs/run-decisions.md). Costs a little more on each write that updates or deletes rows. Existing "
+        "tables keep their properties. Sets Delta's spark.databricks.delta.properties.defaults."
+        "enableChangeDataFeed; an explicit spark_conf value wins.",
+    )
 
     catalog: Optional[str] = Field(
         default=None,
@@ -147,13 +155,16 @@ class SparkDeltaResource(dg.ConfigurableResource):
     )
 
     def effective_spark_conf(self) -> dict[str, str]:
-        """``spark_conf`` with the settings other fields ask for (``deletion_vectors``).
+        """``spark_conf`` with the settings other fields ask for (``deletion_vectors``,
+        ``change_data_feed``).
 
         Example:
             >>> SparkDeltaResource(lake_root="/tmp/lake", deletion_vectors=True).effective_spark_conf()
             {'spark.databricks.delta.properties.defaults.enableDeletionVectors': 'true'}
         """
         implied = {DELETION_VECTORS_CONF: "true"} if self.deletion_vectors else {}
+        if self.change_data_feed:
+            implied[CHANGE_DATA_FEED_CONF] = "true"
         return {**implied, **self.spark_conf}
 
     @property

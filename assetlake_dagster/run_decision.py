@@ -134,6 +134,17 @@ class RunInputs:
             return "its data tests changed"
         return None
 
+    def same_but_versions(self, now: "RunInputs") -> bool:
+        """Whether only the versions of the tables read differ from ``now`` (no table
+        read newly or no more, none older now)."""
+        return (
+            self.code_version == now.code_version
+            and self.arguments == now.arguments
+            and self.tests == now.tests
+            and self.tables.keys() == now.tables.keys()
+            and all(now.tables[t] >= v for t, v in self.tables.items())
+        )
+
     def summary(self) -> str:
         """``staging.orders@4, raw.customers@2`` (or ``no tables``)."""
         return ", ".join(f"{t.removeprefix('delta://').replace('/', '.')}@{v}" for t, v in sorted(self.tables.items())) or "no tables"
@@ -141,10 +152,16 @@ class RunInputs:
 
 @dataclass(frozen=True)
 class Run:
-    """Do the work: ``reason`` says why it cannot be skipped; ``inputs`` are recorded (when known)."""
+    """Do the work: ``reason`` says why it cannot be skipped; ``inputs`` are recorded (when known).
+
+    ``changes_since``: the inputs of the last run, when only the versions of tables it read
+    moved since and the table still holds that run's rows, so that the run may read only
+    what changed in them (:mod:`~assetlake_dagster.change_feed`).
+    """
 
     reason: str
     inputs: Optional[RunInputs] = None
+    changes_since: Optional[RunInputs] = None
 
 
 @dataclass(frozen=True)
@@ -219,7 +236,8 @@ def decide_run(
             return Run(f"the last materialization{_of(partition)} recorded no inputs", inputs)
         changed = before.difference(inputs)
         if changed:
-            return Run(f"{changed} since the last materialization{_of(partition)}", inputs)
+            reason = f"{changed} since the last materialization{_of(partition)}"
+            return Run(reason, inputs, _changes_since(lake, spec.uri, before, inputs, recorded[partition][1], partitions))
     versions = {v for _, v, _ in recorded.values()}
     data_versions = {d for _, _, d in recorded.values()}
     if None in versions or None in data_versions or len(data_versions) > 1:
@@ -240,6 +258,16 @@ def decide_run(
         metadata=_carried_metadata(record),
         outcomes=outcomes,
     )
+
+
+def _changes_since(
+    lake: Lake, uri: TableUri, before: RunInputs, now: RunInputs, version: Optional[int], partitions: Sequence[str]
+) -> Optional[RunInputs]:
+    """``before`` when the run may read only what changed since it: the whole table's last
+    run, the same code, arguments, tests and tables, and the table still at its rows."""
+    if partitions or version is None or not before.same_but_versions(now):
+        return None
+    return before if _table_changed_since(lake, uri, version, partitions) is None else None
 
 
 def skipped_run_events(

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
+from assetlake_dagster.change_feed import READ_KEY, ChangeRead, read_changes
 from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.data_tests import blocking_failures, evaluate_run
 from assetlake_dagster.defer import deferred_inputs, deferred_metadata, sql_asset_reads
@@ -43,11 +44,14 @@ def run_sql_asset(
     args: dict[str, Any],
     keys_by_table: Mapping[TableUri, dg.AssetKey],
     inputs: Optional[RunInputs] = None,
+    changes_since: Optional[RunInputs] = None,
 ) -> Iterator[Any]:
     """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
     run config's argument values ``args`` (a naive timestamp read in the session's zone).
     ``inputs``: what the run read, as :mod:`~assetlake_dagster.run_decision` found it before
-    the run (recorded, so that the next run can tell whether anything changed)."""
+    the run (recorded, so that the next run can tell whether anything changed);
+    ``changes_since``: the last run's, when this one may read only what changed since
+    (:mod:`~assetlake_dagster.change_feed`)."""
     lake, prod = resource.lake, resource.defer_lake
     # A naive timestamp argument is a wall time in the session's zone, as in a SQL unit test
     # (sql_test_run), not in this machine's: the SQL, its setup and its data tests bind these.
@@ -85,7 +89,11 @@ def run_sql_asset(
             refuse_run_retries(context.instance, context.run.run_id)
         yield from check_events(context, asset_spec.key, outcomes)
         return
-    df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
+    read = None if slices else _changed_rows(context, spark, lake, spec, args, inputs, changes_since, deferred)
+    if read is not None:
+        df = read.rows
+    else:
+        df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
     outcomes = []
     if tests:
         # Audit before publish: the tests see exactly the rows the write will commit
@@ -108,6 +116,7 @@ def run_sql_asset(
         metadata={
             UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
             **inputs_metadata(inputs),
+            **({READ_KEY: dg.MetadataValue.json(dict(read.metadata))} if read is not None else {}),
             **(deferred_metadata(prod, deferred) if deferred else {}),
             **column_lineage_metadata(spark, written, keys_by_table),
         },
@@ -119,6 +128,32 @@ def run_sql_asset(
     # A partition's check status also shows only while it targets its latest one.
     yield output
     yield from check_events(context, asset_spec.key, outcomes)
+
+
+def _changed_rows(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    args: Mapping[str, Any],
+    inputs: Optional[RunInputs],
+    changes_since: Optional[RunInputs],
+    deferred: Mapping[TableUri, Any],
+) -> Optional[ChangeRead]:
+    """The rows of a run that reads only its upstream's changes, or ``None`` (with the
+    reason in the log) when it reads in full."""
+    if inputs is None or changes_since is None:
+        return None
+    if deferred:
+        reason = "it reads tables from the prod lake"
+    else:
+        read = read_changes(spark, lake, spec, args, changes_since, inputs)
+        if isinstance(read, ChangeRead):
+            context.log.info(f"{spec.uri}: {read.message}")
+            return read
+        reason = read
+    context.log.info(f"{spec.uri}: reads its inputs in full: {reason}.")
+    return None
 
 
 def _external_upstreams(

@@ -29,6 +29,9 @@ DELTA_EXTENSIONS = {
 #: Delta's session default for the deletion vectors of new tables (see
 #: ``SparkDeltaResource.deletion_vectors``).
 DELETION_VECTORS_CONF = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
+#: Delta's session default for the change data feed of new tables (see
+#: ``SparkDeltaResource.change_data_feed``).
+CHANGE_DATA_FEED_CONF = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
 
 #: Defaults for the embedded local session; each can be overridden through ``spark_conf``.
 EMBEDDED_DEFAULTS = {
