@@ -706,3 +706,30 @@ def test_naive_timestamps_are_session_wall_times_over_spark_connect(remote, lake
         "    expect: [{id: 1, at: 2024-01-02 09:30:00, at_text: '2024-01-02 09:30:00'}]\n"
     )
     assert [r.passed for r in assert_sql_tests_pass(str(tests), session)] == [True]
+
+
+def test_a_merge_reads_its_upstreams_change_feed_over_spark_connect(remote, lake_root):
+    """`projects/change_feed` over the server: the feed read, staged and merged by Connect sessions."""
+    resource, session = remote
+    path = os.path.join(os.path.realpath(lake_root), "raw", "orders")
+    session.createDataFrame(
+        [(1, 1, "new", 2.0), (2, 2, "paid", 3.0)], "order_id INT, customer_id INT, status STRING, amount DOUBLE"
+    ).write.format("delta").option("delta.enableChangeDataFeed", "true").save(path)
+    defs = build_definitions(os.path.join(PROJECTS, "change_feed"), spark=resource)
+    instance = dg.DagsterInstance.ephemeral()
+    selection = ["staging/orders_clean", "mart/customer_totals"]
+    run(defs, selection, instance)
+    session.sql(f"INSERT INTO delta.`{path}` VALUES (3, 2, 'new', 4.0)")
+    session.sql(f"UPDATE delta.`{path}` SET amount = 5.0 WHERE order_id = 1")
+    session.sql(f"DELETE FROM delta.`{path}` WHERE order_id = 2")
+    _, metadata = run(defs, selection, instance)
+    clean, totals = (metadata[s]["assetlake/read"].value for s in selection)
+    assert (clean["mode"], clean["rows_gained"], clean["rows_lost"]) == ("change_feed", 2, 2)
+    assert (totals["mode"], totals["groups"]) == ("change_feed", 2)
+
+    def rows(table):
+        return sorted(tuple(r) for r in session.read.format("delta").load(os.path.join(os.path.realpath(lake_root), *table.split("/"))).collect())
+
+    # A merge never deletes: order 2 keeps its row, as a full read's merge would leave it.
+    assert rows("staging/orders_clean") == [(1, 1, "NEW", 10.0), (2, 2, "PAID", 6.0), (3, 2, "NEW", 8.0)]
+    assert rows("mart/customer_totals") == [(1, 5.0, 1, "new"), (2, 4.0, 1, "new")]
