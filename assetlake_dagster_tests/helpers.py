@@ -214,3 +214,13 @@ def header_errors(lines: str) -> list[str]:
 
     _, problems = parse_header(SourceText.of("f.sql", MATERIALIZE_LINE + lines + "\n"))
     return [p.render().splitlines()[0] for p in problems]
+
+
+def spec_of(body: str, header: str = "-- materialize delta://s/t"):
+    """The spec of a one-file project: ``header`` lines, a blank line, then ``body`` (asserted
+    to parse)."""
+    from assetlake_dagster.project import parse_file
+
+    spec, diagnostics = parse_file("/p/t.sql", f"{header}\n\n{body}\n")
+    assert spec is not None, diagnostics
+    return spec

@@ -6,17 +6,15 @@ The reading itself, against real change data feeds, is `dagster/test_change_feed
 import pytest
 
 from assetlake_dagster.incremental_sql import GROUPED, ROW_LOCAL, IncrementalShape, incremental_shape
-from assetlake_dagster.project import parse_file
 from assetlake_dagster.run_decision import RunInputs
 from assetlake_dagster.spec import TableUri
+from assetlake_dagster_tests.helpers import spec_of
 
 ORDERS = TableUri("raw", "orders")
 
 
-def spec_of(body: str, header: str = "-- materialize delta://s/t key=id"):
-    spec, diagnostics = parse_file("/p/t.sql", f"{header}\n\n{body}\n")
-    assert spec is not None, diagnostics
-    return spec
+def keyed(body: str, header: str = "-- materialize delta://s/t key=id"):
+    return spec_of(body, header)
 
 
 @pytest.mark.parametrize(
@@ -29,7 +27,7 @@ def spec_of(body: str, header: str = "-- materialize delta://s/t key=id"):
     ],
 )
 def test_projections_and_filters_over_one_table_are_row_local(body):
-    assert incremental_shape(spec_of(body)) == IncrementalShape(ROW_LOCAL, ORDERS)
+    assert incremental_shape(keyed(body)) == IncrementalShape(ROW_LOCAL, ORDERS)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +43,7 @@ def test_projections_and_filters_over_one_table_are_row_local(body):
     ],
 )
 def test_a_group_by_of_the_key_columns_is_grouped(body, header, group):
-    spec = spec_of(body, header) if header else spec_of(body)
+    spec = keyed(body, header) if header else keyed(body)
     assert incremental_shape(spec) == IncrementalShape(GROUPED, ORDERS, group)
 
 
@@ -78,7 +76,7 @@ def test_a_group_by_of_the_key_columns_is_grouped(body, header, group):
     ],
 )
 def test_other_shapes_read_in_full_and_say_why(body, header, reason):
-    spec = spec_of(body, header) if header else spec_of(body)
+    spec = keyed(body, header) if header else keyed(body)
     shape = incremental_shape(spec)
     assert isinstance(shape, str) and shape.startswith(reason), shape
 

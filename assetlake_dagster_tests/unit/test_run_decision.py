@@ -6,14 +6,8 @@ The decision itself, against a real instance and real tables, is `dagster/test_s
 import pytest
 
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.project import parse_file
+from assetlake_dagster_tests.helpers import spec_of
 from assetlake_dagster.run_decision import RunInputs, current_inputs, non_deterministic_call, reads_outside_the_lake
-
-
-def spec_of(body: str, header: str = "-- materialize delta://s/t"):
-    spec, diagnostics = parse_file("/p/t.sql", f"{header}\n\n{body}\n")
-    assert spec is not None, diagnostics
-    return spec
 
 
 @pytest.mark.parametrize(
