@@ -6,10 +6,11 @@ and the file's SELECT has a shape that allows it
 (:func:`~assetlake_dagster.incremental_sql.incremental_shape`), the run reads Delta's change
 data feed of versions ``a+1..b`` instead of the whole upstream:
 
-* the rows the upstream **gained** and **lost** between ``a`` and ``b``, as multisets: every
-  post-image (``insert``, ``update_postimage``) ``EXCEPT ALL`` every pre-image
-  (``delete``, ``update_preimage``), and the other way round. A row inserted and updated
-  twice in the range telescopes to its last image; one inserted and deleted, to nothing.
+* the rows the upstream **gained** and **lost** between ``a`` and ``b``, as multisets: each
+  distinct row counted +1 per post-image (``insert``, ``update_postimage``) and -1 per
+  pre-image (``delete``, ``update_preimage``); a positive net is gained, a negative lost. A
+  row inserted and updated twice in the range telescopes to its last image; one inserted and
+  deleted, to nothing.
 * **row-local** SELECT: it runs over the gained rows. Every output row the full read would
   produce and the table does not hold already comes from one of them; the merge upserts
   them, as the full read's merge would (a merge never deletes, so lost rows change nothing).
@@ -18,8 +19,8 @@ data feed of versions ``a+1..b`` instead of the whole upstream:
   result is what the table holds.
 
 Anything it cannot vouch for reads in full, with the reason in the log: the feed not
-enabled over the range, a schema change, versions no longer in the log or vacuumed, or
-types ``EXCEPT ALL`` cannot compare (maps).
+enabled over the range, a schema or property change, versions no longer in the log or
+vacuumed, or types Spark cannot group by (maps).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from assetlake_dagster.incremental_sql import GROUPED, IncrementalShape, incremental_shape
+from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.table_properties import table_properties
 from assetlake_dagster.spark.error_logs import errors_reported_by_caller
@@ -47,10 +49,9 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 #: Run metadata: how the run read its inputs (``{"mode": "change_feed" | "full", ...}``).
 READ_KEY = "assetlake/read"
-#: The change feed's own columns.
-_FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _GAINED = ("insert", "update_postimage")
-_LOST = ("delete", "update_preimage")
+#: The net count of a row over the range (post-images +1, pre-images -1).
+_NET = "__assetlake_net"
 HOW_TO_ENABLE = (
     f"set it with '-- properties {CHANGE_DATA_FEED_PROPERTY}=true' in the file that writes it "
     f"(or change_data_feed=True on the Spark resource for new tables; ALTER TABLE … SET TBLPROPERTIES "
@@ -101,14 +102,14 @@ def read_changes(
         return f"{name} keeps no change data feed ({CHANGE_DATA_FEED_PROPERTY} is not set): {HOW_TO_ENABLE}"
     try:
         with errors_reported_by_caller():
-            gained, lost = _changes(spark, path, start, end)
+            gained, lost = _changes(spark, lake, path, start, end)
             rows, groups = _rows(spark, lake, spec, args, shape, path, end, gained, lost)
     except _FullRead as reason:
         return str(reason)
     except Exception as exc:  # noqa: BLE001 - the full read is always correct
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"the change feed of {name} (versions {start + 1}..{end}) could not be read: {first[:300]}"
-    counts = {"rows_gained": gained.count(), "rows_lost": lost.count()}
+    counts = _counts(gained, lost)
     if groups is not None:
         counts["groups"] = groups
     shown = f"{counts['rows_gained']} rows gained, {counts['rows_lost']} lost" + (
@@ -121,6 +122,14 @@ def read_changes(
     )
 
 
+def _counts(gained: "DataFrame", lost: "DataFrame") -> dict[str, int]:
+    """How many rows were gained and lost (one Spark job over the staged net rows)."""
+    row = gained.selectExpr("1 AS g", "0 AS l").unionByName(lost.selectExpr("0 AS g", "1 AS l")).selectExpr(
+        "coalesce(sum(g), 0) AS g", "coalesce(sum(l), 0) AS l"
+    ).first()
+    return {"rows_gained": int(row["g"]), "rows_lost": int(row["l"])}
+
+
 class _FullRead(Exception):
     """A reason, found while reading, to read in full."""
 
@@ -129,15 +138,22 @@ def _true_properties(path: str, lake: Lake) -> set[str]:
     return {k for k, v in table_properties(path, lake.files).items() if str(v).strip().lower() == "true"}
 
 
-def _changes(spark: "SparkSession", path: str, start: int, end: int) -> tuple["DataFrame", "DataFrame"]:
-    """The rows the table at ``path`` gained and lost from version ``start`` to ``end``, staged."""
-    before = spark.read.format("delta").option("versionAsOf", start).load(path).schema
-    after = spark.read.format("delta").option("versionAsOf", end).load(path).schema
-    if before != after:
-        raise _FullRead(f"the schema of the upstream changed between versions {start} and {end}")
-    columns = [quote_identifier(f.name) for f in after.fields]
+def _changes(spark: "SparkSession", lake: Lake, path: str, start: int, end: int) -> tuple["DataFrame", "DataFrame"]:
+    """The rows the table at ``path`` gained and lost from version ``start`` to ``end``, staged.
+
+    One read of the feed and one aggregation: each distinct row with its post-images counted
+    +1 and its pre-images -1; a positive net is gained (that many times), a negative lost.
+    """
+    log = DeltaLog.open(path, lake.files)
+    if start + 1 < log.first_readable:
+        raise _FullRead(f"versions {start + 1}..{end} of the upstream are no longer in its log")
+    changed = next((c for c in log.read_commits(start, end) if c.changed_metadata), None)
+    if changed is not None:
+        raise _FullRead(f"the upstream's schema or properties changed at version {changed.version} ({changed.operation})")
+    table = spark.read.format("delta").option("versionAsOf", end).load(path)
+    columns = [quote_identifier(f.name) for f in table.schema.fields]
     if start == end:
-        empty = spark.read.format("delta").option("versionAsOf", end).load(path).where("false")
+        empty = table.where("false")
         return empty, empty
     feed = (
         spark.read.format("delta")
@@ -146,11 +162,17 @@ def _changes(spark: "SparkSession", path: str, start: int, end: int) -> tuple["D
         .option("endingVersion", end)
         .load(path)
     )
-    images = {
-        kinds: feed.where(feed["_change_type"].isin(*kinds)).selectExpr(*columns) for kinds in (_GAINED, _LOST)
-    }
-    gained = local_checkpoint(images[_GAINED].exceptAll(images[_LOST]))
-    lost = local_checkpoint(images[_LOST].exceptAll(images[_GAINED]))
+    gained_types = ", ".join(f"'{t}'" for t in _GAINED)
+    signed = feed.selectExpr(*columns, f"CASE WHEN _change_type IN ({gained_types}) THEN 1 ELSE -1 END AS {_NET}")
+    net = local_checkpoint(
+        signed.groupBy(*[signed[c] for c in columns])
+        .agg({_NET: "sum"})
+        .withColumnRenamed(f"sum({_NET})", _NET)
+        .where(f"{_NET} <> 0")
+    )
+    # A row present n times more (or fewer) is n rows: repeated, as EXCEPT ALL would.
+    gained = net.where(f"{_NET} > 0").selectExpr(*columns, f"explode(sequence(1, {_NET})) AS {_NET}").drop(_NET)
+    lost = net.where(f"{_NET} < 0").selectExpr(*columns, f"explode(sequence(1, -{_NET})) AS {_NET}").drop(_NET)
     return gained, lost
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Every benchmark of docs/performance.md, each printing one result line on stdout:
 #
-#   bash scripts/bench.sh [B1 B2 B3 B4 B5 B6 B7 B8] [--reps 5] [--out bench_results.json] [options]
+#   bash scripts/bench.sh [B1 B2 B3 B4 B5 B6 B7 B8 B9] [--reps 5] [--out bench_results.json] [options]
 #
 # Default: all of them (a few hours on a 2-core machine: B2's 365 single-partition runs and 365
-# dbt microbatches alone took 38 minutes). B1, B2, B3, B6 and B7 compare writes side by
-# side in one process and one SparkSession (scripts/bench/run.py, in .venv-bench, where dbt-spark
+# dbt microbatches alone took 38 minutes; B9 at its default 10M rows, some minutes more). B1, B2,
+# B3, B6 and B7 compare writes side by side (B8 and B9 run Dagster in-process, no dbt), all of them
+# in one process and one SparkSession (scripts/bench/run.py, in .venv-bench, where dbt-spark
 # runs in session mode on the same session; `scripts/bench/run.py --help` lists their options);
 # B4 is scripts/bench_load.py (definitions load against dagster-dbt) and B5
 # scripts/bench_engine.py --only B5 (a Dagster chain on the warm engine against PySparkResource),
@@ -54,7 +55,7 @@ for arg in "$@"; do
     *) options+=("$arg") ;;
   esac
 done
-[ ${#names[@]} -gt 0 ] || names=(B1 B2 B3 B4 B5 B6 B7 B8)
+[ ${#names[@]} -gt 0 ] || names=(B1 B2 B3 B4 B5 B6 B7 B8 B9)
 writes=() load=0 engine=0
 for name in "${names[@]}"; do
   case "$name" in

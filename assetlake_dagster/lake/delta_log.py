@@ -139,6 +139,8 @@ class Commit:
         user_metadata: ``commitInfo.userMetadata``, if any.
         operation_metrics: ``commitInfo.operationMetrics`` (values as Delta writes them:
             strings), as ``DESCRIBE HISTORY`` shows them.
+        changed_metadata: the commit has a ``metaData`` action (a schema or property change,
+            or the table's creation).
 
     Example:
         >>> c = Commit(3, 1704067200000, "WRITE", added=({"day": "2024-01-01"},))
@@ -153,6 +155,7 @@ class Commit:
     removed: tuple[PartitionValues, ...] = ()
     user_metadata: Optional[str] = None
     operation_metrics: Mapping[str, str] = field(default_factory=dict, hash=False)
+    changed_metadata: bool = False
 
     @property
     def timestamp(self) -> dt.datetime:
@@ -524,6 +527,7 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
     info: dict[str, Any] = {}
     added: list[PartitionValues] = []
     removed: list[PartitionValues] = []
+    changed_metadata = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -533,6 +537,7 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
                 raise ValueError("an action must be a JSON object")
             if "commitInfo" in action:
                 info = _object(action["commitInfo"], "commitInfo")
+            changed_metadata = changed_metadata or "metaData" in action
             for kind, files in (("add", added), ("remove", removed)):
                 if kind in action:
                     entry = _object(action[kind], kind)
@@ -551,6 +556,7 @@ def _parse_commit(version: int, path: str, lines: list[str], mtime_ms: int, tabl
         removed=tuple(removed),
         user_metadata=user_metadata if isinstance(user_metadata, str) else None,
         operation_metrics={str(k): str(v) for k, v in metrics.items()} if isinstance(metrics, dict) else {},
+        changed_metadata=changed_metadata,
     )
 
 

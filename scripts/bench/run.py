@@ -1,8 +1,8 @@
-"""The write benchmarks of ``docs/performance.md`` (B1, B2, B3, B6, B7, B8), side by side in one process and
+"""The write benchmarks of ``docs/performance.md`` (B1, B2, B3, B6, B7, B8, B9), side by side in one process and
 one SparkSession. Run through ``bash scripts/bench.sh [B1 B2 B3 B6 B7] [options]``, which sets up the
 venv (.venv-bench: dbt-core + dbt-spark and the product in one interpreter) and calls::
 
-    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7 B8] [--rows N] [--shape all] [--b3-rows N ...]
+    .venv-bench/bin/python scripts/bench/run.py [B1 B2 B3 B6 B7 B8 B9] [--rows N] [--shape all] [--b3-rows N ...]
                                                 [--reps N] [--out bench_results.json] [...; see --help]
 
 Prints one line per benchmark on stdout (``B1 ratio=0.43 goal<=0.40 MISSED commits=1/1/1 ...``; B7 one
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchError, progress, spark_session, write_json  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-IMPLEMENTED = ("B1", "B2", "B3", "B6", "B7", "B8")
+IMPLEMENTED = ("B1", "B2", "B3", "B6", "B7", "B8", "B9")
 #: The table properties of a table the product creates with SparkDeltaResource(deletion_vectors=True).
 DELETION_VECTORS = {"delta.enableDeletionVectors": "true"}
 LATER = {"B4": "scripts/bench_load.py, which scripts/bench.sh B4 runs",
@@ -67,6 +67,11 @@ def main() -> int:
     parser.add_argument("--b6-png", default=os.path.join(REPO, "docs", "img", "b6_churn.png"), help="B6 plot ('' = none)")
     parser.add_argument("--b8-reps", type=int, default=None,
                         help="B8 repetitions, each on a fresh lake (default: --reps if given, else 1; minutes each)")
+    parser.add_argument("--b9-rows", type=int, default=10_000_000, help="B9 rows of the upstream raw/events")
+    parser.add_argument("--b9-reps", type=int, default=None,
+                        help="B9 repetitions, each a new batch of changes (default: --reps if given, else 1; minutes each)")
+    parser.add_argument("--b9-warmup", action=argparse.BooleanOptionalAction, default=True,
+                        help="B9: one untimed round (a batch of changes, both runs) before the timed ones (default: on)")
     parser.add_argument("--ours-deletion-vectors", action=argparse.BooleanOptionalAction, default=True,
                         help="B1, B7: ours (and bare) start from a table with deletion vectors, as the product "
                         "creates it with SparkDeltaResource(deletion_vectors=True) (default: on)")
@@ -75,6 +80,7 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
     b8_reps = args.b8_reps or args.reps or 1  # B8: minutes per repetition
+    b9_reps = args.b9_reps or args.reps or 1  # B9: minutes per repetition at 10M rows
     args.reps = args.reps or 5
     chosen = [b.upper() for b in args.benchmarks] or list(IMPLEMENTED)
     unknown = [b for b in chosen if b not in IMPLEMENTED]
@@ -144,6 +150,13 @@ def main() -> int:
 
                 res = b8_unchanged.run(spark, workdir, b8_reps)
                 results["benchmarks"]["B8"] = res
+                print(res["line"], flush=True)
+                code = max(code, 0 if res["ok"] else 1)
+            elif name == "B9":
+                import b9_change_feed
+
+                res = b9_change_feed.run(spark, workdir, args.b9_rows, b9_reps, warmup=args.b9_warmup)
+                results["benchmarks"]["B9"] = res
                 print(res["line"], flush=True)
                 code = max(code, 0 if res["ok"] else 1)
             elif name == "B3":
