@@ -8,6 +8,11 @@ table ``raw.events`` (``event_id`` unique, ``customer_id`` about N/100 distinct,
   drops a quarter of the rows;
 * ``mart/customer_totals`` (``key=customer_id``): ``GROUP BY customer_id`` (sum, count).
 
+Both tables have deletion vectors (``-- properties delta.enableDeletionVectors=true``), as B7's
+do: a merge then writes only the rows it changes (without them, each merge rewrites every file
+a changed key falls in, here all of them; measured at 10M rows: 12 s of the incremental run's
+20 s went to the row-local merge rewriting its 7.5M-row table).
+
 Two lake roots under the workdir, ``incremental`` and ``full``, hold the same ``raw/events``
 (written once, the folder copied). Each gets its definitions as the product builds them
 (``build_definitions(project, spark=SparkDeltaResource(lake_root=..., mode="local"))``: the
@@ -46,6 +51,7 @@ UPDATE_MOD, DELETE_MOD, INSERT_FRACTION = 2000, 5000, 0.0003
 KINDS = ("click", "view", "buy", "refund")
 
 CLEAN_SQL = """-- materialize delta://staging/events_clean key=event_id
+-- properties delta.enableDeletionVectors=true
 -- description B9: row-local over raw.events (projections and a filter): a run reads only the raw rows that changed.
 
 SELECT event_id, customer_id, upper(kind) AS kind, CAST(amount * 100 AS BIGINT) AS amount_cents, day
@@ -54,6 +60,7 @@ WHERE kind <> 'refund'
 """
 
 TOTALS_SQL = """-- materialize delta://mart/customer_totals key=customer_id
+-- properties delta.enableDeletionVectors=true
 -- description B9: grouped on the key: a run recomputes only the customers whose raw rows changed.
 
 SELECT customer_id, sum(amount) AS total, count(*) AS events
