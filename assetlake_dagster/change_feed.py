@@ -88,7 +88,7 @@ def read_changes(
     Example:
         >>> read = read_changes(spark, lake, spec, {}, since, now)  # doctest: +SKIP
         >>> read.message  # doctest: +SKIP
-        'reads only the changes of delta://raw/orders (versions 4..5: 12 rows gained, 3 lost)'
+        'reads only the changes of delta://raw/orders (row-local SELECT; change feed versions 5..5: 12 rows gained, 3 lost)'
     """
     shape = incremental_shape(spec)
     if isinstance(shape, str):
@@ -104,12 +104,12 @@ def read_changes(
         with errors_reported_by_caller():
             gained, lost = _changes(spark, lake, path, start, end)
             rows, groups = _rows(spark, lake, spec, args, shape, path, end, gained, lost)
+            counts = _counts(gained, lost)
     except _FullRead as reason:
         return str(reason)
     except Exception as exc:  # noqa: BLE001 - the full read is always correct
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"the change feed of {name} (versions {start + 1}..{end}) could not be read: {first[:300]}"
-    counts = _counts(gained, lost)
     if groups is not None:
         counts["groups"] = groups
     shown = f"{counts['rows_gained']} rows gained, {counts['rows_lost']} lost" + (
