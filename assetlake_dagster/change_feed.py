@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Union
 from assetlake_dagster.incremental_sql import GROUPED, IncrementalShape, incremental_shape
 from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.lake.table_properties import table_properties
+from assetlake_dagster.lake.table_properties import CHANGE_DATA_FEED_PROPERTY, is_enabled
 from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import SqlAssetSpec, quote_identifier
@@ -45,8 +45,6 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
 
     from assetlake_dagster.run_decision import RunInputs
 
-#: The table property that makes Delta keep a change data feed.
-CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 #: Run metadata: how the run read its inputs (``{"mode": "change_feed" | "full", ...}``).
 READ_KEY = "assetlake/read"
 _GAINED = ("insert", "update_postimage")
@@ -98,12 +96,10 @@ def read_changes(
     if start is None or end is None:
         return f"the versions of {name} it read are not recorded"
     path = lake.table_path(shape.table)
-    if CHANGE_DATA_FEED_PROPERTY not in _true_properties(path, lake):
-        return f"{name} keeps no change data feed ({CHANGE_DATA_FEED_PROPERTY} is not set): {HOW_TO_ENABLE}"
     try:
         with errors_reported_by_caller():
-            gained, lost = _changes(spark, lake, path, start, end)
-            rows, groups = _rows(spark, lake, spec, args, shape, path, end, gained, lost)
+            upstream, gained, lost = _changes(spark, DeltaLog.open(path, lake.files), name, start, end)
+            rows, groups = _rows(spark, spec, args, shape, upstream, gained, lost)
             counts = _counts(gained, lost)
     except _FullRead as reason:
         return str(reason)
@@ -134,17 +130,19 @@ class _FullRead(Exception):
     """A reason, found while reading, to read in full."""
 
 
-def _true_properties(path: str, lake: Lake) -> set[str]:
-    return {k for k, v in table_properties(path, lake.files).items() if str(v).strip().lower() == "true"}
-
-
-def _changes(spark: "SparkSession", lake: Lake, path: str, start: int, end: int) -> tuple["DataFrame", "DataFrame"]:
-    """The rows the table at ``path`` gained and lost from version ``start`` to ``end``, staged.
+def _changes(
+    spark: "SparkSession", log: DeltaLog, name: str, start: int, end: int
+) -> tuple["DataFrame", "DataFrame", "DataFrame"]:
+    """The table of ``log`` (``name``) at version ``end``, and the rows it gained and lost
+    from version ``start`` to ``end``, staged; :class:`_FullRead` when its log says the feed
+    cannot serve them.
 
     One read of the feed and one aggregation: each distinct row with its post-images counted
     +1 and its pre-images -1; a positive net is gained (that many times), a negative lost.
     """
-    log = DeltaLog.open(path, lake.files)
+    if not is_enabled(log.read_metadata().configuration, CHANGE_DATA_FEED_PROPERTY):
+        raise _FullRead(f"{name} keeps no change data feed ({CHANGE_DATA_FEED_PROPERTY} is not set): {HOW_TO_ENABLE}")
+    path = log.table_path
     if start + 1 < log.first_readable:
         raise _FullRead(f"versions {start + 1}..{end} of the upstream are no longer in its log")
     changed = next((c for c in log.read_commits(start, end) if c.changed_metadata), None)
@@ -154,7 +152,7 @@ def _changes(spark: "SparkSession", lake: Lake, path: str, start: int, end: int)
     columns = [quote_identifier(f.name) for f in table.schema.fields]
     if start == end:
         empty = table.where("false")
-        return empty, empty
+        return table, empty, empty
     feed = (
         spark.read.format("delta")
         .option("readChangeFeed", "true")
@@ -173,17 +171,15 @@ def _changes(spark: "SparkSession", lake: Lake, path: str, start: int, end: int)
     # A row present n times more (or fewer) is n rows: repeated, as EXCEPT ALL would.
     gained = net.where(f"{_NET} > 0").selectExpr(*columns, f"explode(sequence(1, {_NET})) AS {_NET}").drop(_NET)
     lost = net.where(f"{_NET} < 0").selectExpr(*columns, f"explode(sequence(1, -{_NET})) AS {_NET}").drop(_NET)
-    return gained, lost
+    return table, gained, lost
 
 
 def _rows(
     spark: "SparkSession",
-    lake: Lake,
     spec: SqlAssetSpec,
     args: Mapping[str, Any],
     shape: IncrementalShape,
-    path: str,
-    end: int,
+    upstream: "DataFrame",
     gained: "DataFrame",
     lost: "DataFrame",
 ) -> tuple["DataFrame", Any]:
@@ -194,7 +190,6 @@ def _rows(
         touched = gained.unionByName(lost).selectExpr(*[quote_identifier(c) for c in shape.group_columns]).distinct()
         touched = local_checkpoint(touched)
         groups = touched.count()
-        upstream = spark.read.format("delta").option("versionAsOf", end).load(path).alias("u")
         matches = [
             upstream[quote_identifier(c)].eqNullSafe(touched[quote_identifier(c)]) for c in shape.group_columns
         ]

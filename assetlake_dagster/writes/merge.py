@@ -41,7 +41,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.lake.delta_sql import path_identifier, read
-from assetlake_dagster.lake.table_properties import DELETION_VECTORS_PROPERTY, table_properties
+from assetlake_dagster.lake.table_properties import DELETION_VECTORS_PROPERTY, is_enabled, table_properties
 from assetlake_dagster.spark.session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
 from assetlake_dagster.target_predicate import TargetPredicate
@@ -491,8 +491,6 @@ def _within(target: WriteTarget, alias: Optional[str] = TARGET_ALIAS) -> Optiona
     return predicate.qualified(alias) if alias else predicate.unqualified()
 
 
-
-
 def one_pass(path: str) -> bool:
     """Whether a merge into the table at ``path`` is one MERGE of every staged row: when the
     table has deletion vectors (``SparkDeltaResource(deletion_vectors=True)`` or the
@@ -500,7 +498,7 @@ def one_pass(path: str) -> bool:
     a matched row is in, changed or not, and commits that even when nothing changed, so the
     changed rows are found first (:func:`changed_rows`) and only they are merged.
     """
-    return table_properties(path).get(DELETION_VECTORS_PROPERTY, "").lower() == "true"
+    return is_enabled(table_properties(path), DELETION_VECTORS_PROPERTY)
 
 
 def source_fingerprint(
