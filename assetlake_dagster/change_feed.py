@@ -13,10 +13,17 @@ data feed of versions ``a+1..b`` instead of the whole upstream:
   deleted, to nothing.
 * **row-local** SELECT: it runs over the gained rows. Every output row the full read would
   produce and the table does not hold already comes from one of them; the merge upserts
-  them, as the full read's merge would (a merge never deletes, so lost rows change nothing).
+  them, as the full read's merge would. By default a merge never deletes, so lost rows
+  change nothing; with ``deletes=delete`` the SELECT also runs over the lost rows, and the
+  keys they produced that the gained rows do not produce again are deleted (the keys of a
+  full read are unique, so no unchanged row produces them).
 * **grouped on the key**: the groups of every gained or lost row are recomputed over the
   upstream at ``b`` (a semi-join on the group columns, NULL-safe); every other group's
-  result is what the table holds.
+  result is what the table holds. With ``deletes=delete`` a recomputed group that yields
+  no row (none left, or filtered out) is deleted.
+
+The rows go to the IO manager's merge as a change set
+(:data:`~assetlake_dagster.writes.merge.DELETED_MARKER` marks the keys to delete).
 
 Anything it cannot vouch for reads in full, with the reason in the log: the feed not
 enabled over the range, a schema or property change, versions no longer in the log or
@@ -39,6 +46,7 @@ from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import SqlAssetSpec, quote_identifier
 from assetlake_dagster.sql_rewrite import with_tables_replaced
 from assetlake_dagster.sql_runner import run_sql_file
+from assetlake_dagster.writes.merge import DELETED_MARKER
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame, SparkSession
@@ -110,7 +118,7 @@ def read_changes(
         counts["groups"] = groups
     shown = f"{counts['rows_gained']} rows gained, {counts['rows_lost']} lost" + (
         f", {groups} groups recomputed" if groups is not None else ""
-    )
+    ) + ("; keys no longer produced are deleted" if spec.materialize.merge.deletes else "")
     return ChangeRead(
         rows,
         f"reads only the changes of {name} ({shape.kind} SELECT; change feed versions {start + 1}..{end}: {shown})",
@@ -183,9 +191,11 @@ def _rows(
     gained: "DataFrame",
     lost: "DataFrame",
 ) -> tuple["DataFrame", Any]:
-    """The SELECT over the rows that can change its result, and the number of groups recomputed."""
+    """The SELECT over the rows that can change its result (a change set with the keys to
+    delete, with ``deletes=delete``), and the number of groups recomputed."""
     view = "_assetlake_changes_" + hashlib.sha1(str(spec.uri).encode("utf-8")).hexdigest()[:12]
-    groups = None
+    key = spec.materialize.key
+    groups = deleted = None
     if shape.kind == GROUPED:
         touched = gained.unionByName(lost).selectExpr(*[quote_identifier(c) for c in shape.group_columns]).distinct()
         touched = local_checkpoint(touched)
@@ -194,7 +204,27 @@ def _rows(
             upstream[quote_identifier(c)].eqNullSafe(touched[quote_identifier(c)]) for c in shape.group_columns
         ]
         source = upstream.join(touched.hint("broadcast"), on=matches, how="left_semi")
+        if spec.materialize.merge.deletes:
+            group_of = dict(shape.key_columns)
+            deleted = touched.selectExpr(
+                *[f"{quote_identifier(group_of[k.lower()])} AS {quote_identifier(k)}" for k in key]
+            )
     else:
         source = gained
+        if spec.materialize.merge.deletes:
+            lost_view = view + "_lost"
+            lost.createOrReplaceTempView(lost_view)
+            deleted = run_sql_file(spark, with_tables_replaced(spec, {shape.table: lost_view}), args)
+            deleted = deleted.select(*[deleted[quote_identifier(k)] for k in key]).distinct()
     source.createOrReplaceTempView(view)
-    return run_sql_file(spark, with_tables_replaced(spec, {shape.table: view}), args), groups
+    rows = run_sql_file(spark, with_tables_replaced(spec, {shape.table: view}), args)
+    if deleted is None:
+        return rows, groups
+    # The keys it produced before and no longer produces: the lost rows' (a row-local
+    # SELECT's), or the recomputed groups', less the keys of the rows to upsert.
+    gone = deleted.join(rows.select(*[rows[quote_identifier(k)] for k in key]), on=list(key), how="left_anti")
+    marker = quote_identifier(DELETED_MARKER)
+    change_set = rows.selectExpr("*", f"false AS {marker}").unionByName(
+        gone.selectExpr(*[quote_identifier(k) for k in key], f"true AS {marker}"), allowMissingColumns=True
+    )
+    return change_set, groups

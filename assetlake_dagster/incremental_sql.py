@@ -45,11 +45,14 @@ class IncrementalShape:
         kind: :data:`ROW_LOCAL` or :data:`GROUPED`.
         table: the one lake table the SELECT reads.
         group_columns: for :data:`GROUPED`, the upstream columns it groups on.
+        key_columns: for :data:`GROUPED`, each key column (lower case) with the group column
+            it projects.
     """
 
     kind: str
     table: TableUri
     group_columns: tuple[str, ...] = ()
+    key_columns: tuple[tuple[str, str], ...] = ()
 
 
 def incremental_shape(spec: SqlAssetSpec) -> Union[IncrementalShape, str]:
@@ -138,5 +141,5 @@ def _grouped(select, group, key: tuple[str, ...], uri: TableUri) -> Union[Increm
     keyed = {projected.get(k) for k in key}
     if None in keyed or keyed != set(columns):
         return "its GROUP BY columns are not the table's key= columns, each projected as one"
-    return IncrementalShape(GROUPED, uri, tuple(dict.fromkeys(columns)))
+    return IncrementalShape(GROUPED, uri, tuple(dict.fromkeys(columns)), tuple((k, projected[k]) for k in key))
 

@@ -106,8 +106,9 @@ def managed_write(
         key: the key columns for ``merge`` and ``history``.
         track: ``history`` only: the columns whose change opens a new version (default:
             every non-key column).
-        deletes: ``history`` only: ``"close"`` closes keys absent from the snapshot
-            (default: they stay current).
+        deletes: what happens to a key the output no longer holds (default: it stays):
+            ``"delete"`` on a ``merge`` deletes it, ``"close"`` on a ``history`` closes its
+            current version.
         table: the Delta table, ``delta://<schema>/<table>`` (default: the asset key,
             which must then be ``[schema, table]``). Name it when the key has a prefix.
         cluster_by: Delta liquid clustering columns, as ``-- cluster_by`` (at most four).
@@ -139,17 +140,21 @@ def managed_write(
     if key and not write.needs_key:
         keyed = " and ".join(s.value for s, w in STRATEGIES.items() if w.needs_key)
         raise ValueError(f"key= only applies to {keyed}, not {kind.value}")
-    if (track or deletes is not None or valid_from is not None) and not write.history_options:
+    if (track or valid_from is not None) and not write.history_options:
         scd2 = " and ".join(s.value for s, w in STRATEGIES.items() if w.history_options)
-        raise ValueError(f"track=, deletes= and valid_from= only apply to {scd2}, not {kind.value}")
+        raise ValueError(f"track= and valid_from= only apply to {scd2}, not {kind.value}")
     if valid_from is not None and (not is_identifier(valid_from) or valid_from.lower() in {k.lower() for k in key}):
         raise ValueError(f"valid_from={valid_from!r}: name one plain non-key column, e.g. 'updated_at'")
-    if deletes not in (None, "close"):
-        raise ValueError(f"deletes={deletes!r}: the only value is 'close' (default: None, soft delete)")
+    if deletes is not None:
+        wanted = "close" if write.history_options else "delete" if kind is WriteStrategy.MERGE else None
+        if wanted is None:
+            raise ValueError(f"deletes= applies to merge ('delete') and history ('close'), not {kind.value}")
+        if deletes != wanted:
+            raise ValueError(f"deletes={deletes!r}: a {kind.value} takes deletes={wanted!r} (default: None, the key stays)")
     overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
     if overlap:
         raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
-    merge = _merge_options(kind, key, update, keep, within)
+    merge = _merge_options(kind, key, update, keep, within, deletes == "delete")
     uri = TableUri.parse(table) if table is not None else None
     bad = [c for c in cluster_by if not is_identifier(c)]
     if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
@@ -160,11 +165,16 @@ def managed_write(
 
 
 def _merge_options(
-    kind: WriteStrategy, key: Sequence[str], update: Sequence[str], keep: Sequence[str], within: Optional[str]
+    kind: WriteStrategy,
+    key: Sequence[str],
+    update: Sequence[str],
+    keep: Sequence[str],
+    within: Optional[str],
+    deletes: bool = False,
 ) -> MergeOptions:
     """``managed_write``'s merge options, checked as the materialize line checks them."""
     if not (update or keep or within):
-        return MergeOptions()
+        return MergeOptions(deletes=deletes)
     if kind is not WriteStrategy.MERGE:
         raise ValueError(f"update=, keep= and within= only apply to merge, not {kind.value}")
     if update and keep:
@@ -179,7 +189,7 @@ def _merge_options(
             TargetPredicate.parse(within)
         except ValueError as problem:
             raise ValueError(f"within={within!r}: {problem}") from None
-    return MergeOptions(tuple(update), tuple(keep), within)
+    return MergeOptions(tuple(update), tuple(keep), within, deletes)
 
 
 def materialize_spec_for(asset_key: dg.AssetKey, metadata: Any) -> MaterializeSpec:

@@ -1,7 +1,7 @@
 """``-- materialize [manual|scd2] delta://<schema>/<table> [options]``: the target and its strategy.
 
-Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``
-and ``within="<predicate>"``, ``history`` with ``track=``, ``deletes=close`` and
+Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``,
+``within="<predicate>"`` and ``deletes=delete``, ``history`` with ``track=``, ``deletes=close`` and
 ``valid_from=<column>`` (SCD2). One line per file; a file without one is an error.
 """
 
@@ -23,11 +23,17 @@ MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2
 HISTORY_FORM = (
     "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>]"
 )
-MERGE_FORM = '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"]'
+MERGE_FORM = (
+    '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"] '
+    "[deletes=delete]"
+)
 #: Options of the materialize line, for did-you-mean.
 MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=", "valid_from=", "update=", "keep=", "within=")
 #: Options that only mean something with ``history``.
-HISTORY_OPTIONS = ("track=", "deletes=", "valid_from=")
+HISTORY_OPTIONS = ("track=", "valid_from=")
+#: What ``deletes=`` does to a key the SELECT no longer returns: a merge deletes it, a
+#: history closes its current version.
+DELETES_VALUES = {"delete": "merge", "close": "history"}
 #: Options that only mean something for a merge (``key=`` without ``history``).
 MERGE_OPTIONS = ("update=", "keep=", "within=")
 #: Other tools' names for the merge options (dbt's model configs), to point at ours.
@@ -97,11 +103,12 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
             draft.track_columns = _columns(draft, word, "track")
         elif name == "deletes=":
             value = word.text[len("deletes=") :]
-            if value != "close":
+            if value not in DELETES_VALUES:
                 draft.error(
                     word,
                     f"unknown deletes= value '{value}'.",
-                    "Write 'deletes=close' to close absent keys; without it they stay current.",
+                    "Write 'deletes=delete' on a merge (delete the keys the SELECT no longer returns) or "
+                    "'deletes=close' on a history (close their current version); without it they stay.",
                 )
         elif name == "valid_from=":
             draft.valid_from_column = _single_column(draft, word, "valid_from")
@@ -128,8 +135,9 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
             )
     history_problem = _check_history(draft, keyword, options)
     merge_problem = _check_merge_options(draft, options, merge_columns)
+    deletes_problem = _check_deletes(draft, options)
     if draft.manual:
-        for name in ("append", "key=", "history", *HISTORY_OPTIONS, *MERGE_OPTIONS):
+        for name in ("append", "key=", "history", "deletes=", *HISTORY_OPTIONS, *MERGE_OPTIONS):
             if name in options:
                 draft.error(
                     options[name],
@@ -163,6 +171,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
             update=tuple(w.text for w in merge_columns.get("update=", ())),
             keep=tuple(w.text for w in merge_columns.get("keep=", ())),
             within=within.text if within else None,
+            deletes="deletes=" in options and not deletes_problem,
         )
         draft.merge_columns = tuple(
             (option[:-1], column) for option, columns in merge_columns.items() for column in columns
@@ -175,7 +184,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         strategy,
         key,
         track=track,
-        close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options,
+        close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options and not deletes_problem,
         valid_from=valid_from,
         merge=merge,
         location=location,
@@ -232,6 +241,34 @@ def _check_history(draft: HeaderDraft, keyword: Word, options: dict[str, Word]) 
             "Name the column holding when the source changed the row, e.g. valid_from=updated_at.",
         )
     return len(draft.diagnostics) > before
+
+
+def _check_deletes(draft: HeaderDraft, options: dict[str, Word]) -> bool:
+    """``deletes=`` rules: ``delete`` on a merge, ``close`` on a history; whether one was broken."""
+    word = options.get("deletes=")
+    if word is None:
+        return False
+    if draft.manual:
+        return True  # reported with the other 'manual' conflicts
+    value = word.text[len("deletes=") :]
+    if value not in DELETES_VALUES:
+        return True  # reported where it was read
+    if "append" in options or "key=" not in options:
+        draft.error(
+            word,
+            f"'{word.text}' needs 'key=<c1,c2>'.",
+            f"Deleted keys are a merge's (deletes=delete: {MERGE_FORM}) or a history's (deletes=close: {HISTORY_FORM}).",
+        )
+        return True
+    wanted = "close" if draft.history is not None else "delete"
+    if value != wanted:
+        if draft.history is not None:
+            how = "A history never deletes a version; write 'deletes=close' to close the current version of absent keys"
+        else:
+            how = "A merge deletes absent keys (there is no version to close); write 'deletes=delete', or add 'history'"
+        draft.error(word, f"'{word.text}' does not apply to a {DELETES_VALUES[wanted]}.", how + ".")
+        return True
+    return False
 
 
 def _check_merge_options(

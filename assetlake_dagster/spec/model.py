@@ -111,6 +111,9 @@ class MergeOptions:
         within: a predicate on the table's columns bounding which rows of the table the
             merge reads and may update (dbt's ``incremental_predicates``), e.g.
             ``order_date >= date_sub(current_date(), 7)``.
+        deletes: a key of the table (of the slice, within ``within``) that the rows no
+            longer hold is deleted (``deletes=delete``), so the table is the SELECT's
+            result; by default such a key stays.
 
     Example:
         >>> MergeOptions(keep=("created_at",)).to_json()
@@ -122,9 +125,10 @@ class MergeOptions:
     update: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
     within: Optional[str] = None
+    deletes: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.update or self.keep or self.within)
+        return bool(self.update or self.keep or self.within or self.deletes)
 
     def updated_columns(self, columns: Sequence[str], key: Sequence[str]) -> list[str]:
         """The columns a matched row has set from the source, of ``columns`` (the rows').
@@ -140,13 +144,23 @@ class MergeOptions:
         return [c for c in columns if c.lower() not in skip]
 
     def to_json(self) -> dict[str, Any]:
-        raw: dict[str, Any] = {"update": list(self.update), "keep": list(self.keep), "within": self.within}
+        raw: dict[str, Any] = {
+            "update": list(self.update),
+            "keep": list(self.keep),
+            "within": self.within,
+            "deletes": "delete" if self.deletes else None,
+        }
         return {name: value for name, value in raw.items() if value}
 
     @classmethod
     def from_json(cls, raw: Optional[Mapping[str, Any]]) -> "MergeOptions":
         raw = raw or {}
-        return cls(tuple(raw.get("update") or ()), tuple(raw.get("keep") or ()), raw.get("within") or None)
+        return cls(
+            tuple(raw.get("update") or ()),
+            tuple(raw.get("keep") or ()),
+            raw.get("within") or None,
+            raw.get("deletes") == "delete",
+        )
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,21 @@ alone is unchanged); ``within=`` bounds the table's rows the diff reads and the 
 match, and every row of the slice must satisfy it (a row outside could duplicate a key the
 merge never sees).
 
+With ``deletes=delete`` the table becomes the rows: a key of the table (of the slice, within
+``within=``) that they no longer hold is deleted, by the one-pass MERGE's ``WHEN NOT MATCHED
+BY SOURCE`` clause, or, after a diff, as a key to delete among the changed rows.
+
+A **change set** is the rows of a run that read only its upstream's changes
+(:mod:`~assetlake_dagster.change_feed`): the rows to upsert, plus, with ``deletes=delete``,
+the keys to delete, marked by the :data:`DELETED_MARKER` column (their other columns NULL).
+Its MERGE deletes the marked keys and upserts the others, and touches no other row.
+
 A table clustered by its (one-column, integer or date) key gets a bound of its own: the key
 ranges the slice's rows fall in (at most :data:`MAX_KEY_RANGES`, split at the widest gaps
 between its keys), ANDed to the diff's read and the MERGE's ``ON``. Every key of the slice is
 inside them, so the table rows they leave out can match nothing; with changes arriving in a
-few key ranges, data skipping then leaves the other files unread.
+few key ranges, data skipping then leaves the other files unread. (Not when the merge deletes
+the keys the whole rows no longer hold: those may be anywhere.)
 """
 
 from __future__ import annotations
@@ -85,6 +95,9 @@ MAX_KEY_RANGES = 8
 #: Key types whose ranges bound a merge (their values render as SQL literals exactly).
 _RANGE_TYPES = {"byte": "{}", "short": "{}", "integer": "{}", "long": "{}", "date": "DATE'{}'"}
 
+#: A change set's column marking a key to delete (true) among the rows to upsert (false).
+DELETED_MARKER = "__assetlake_deleted"
+
 #: Delta's per-command switch for MERGE schema evolution (what ``withSchemaEvolution`` sets).
 SCHEMA_EVOLUTION_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 
@@ -97,6 +110,8 @@ def merge_statement(
     target_condition: Optional[str] = None,
     update: Optional[Sequence[str]] = None,
     changed_only: bool = False,
+    marked: bool = False,
+    delete_absent: Optional[str] = None,
 ) -> str:
     """The Spark SQL MERGE a merge write runs (also shown by plans and logs).
 
@@ -118,6 +133,11 @@ def merge_statement(
         changed_only: a match updates only a row whose updated columns differ (NULL-safely):
             the one-pass MERGE of every staged row (:func:`one_pass`), which on a table with
             deletion vectors commits nothing when nothing differs.
+        marked: ``source`` has the :data:`DELETED_MARKER` column: a marked row deletes its
+            key's row and never inserts (``columns`` excludes the marker).
+        delete_absent: ``source`` holds every row of the table (``deletes=delete``): a table
+            row no source row matches is deleted when it satisfies this condition on the
+            target (``"true"``: any), the bound the MERGE matches within.
 
     Example:
         >>> print(merge_statement("delta.`/lake/s/t`", ["id"], ["id", "name"]))
@@ -133,6 +153,9 @@ def merge_statement(
         f"USING {source} AS {SOURCE_ALIAS}",
         f"ON {key_condition(key)}" + (f" AND {target_condition}" if target_condition else ""),
     ]
+    marker = f"{SOURCE_ALIAS}.{quote_identifier(DELETED_MARKER)}"
+    if marked:
+        lines.append(f"WHEN MATCHED AND {marker} THEN DELETE")
     if non_key:
         assignments = ", ".join(
             f"{quote_identifier(c)} = {SOURCE_ALIAS}.{quote_identifier(c)}" for c in non_key
@@ -144,7 +167,9 @@ def merge_statement(
         lines.append(f"{when} THEN UPDATE SET {assignments}")
     names = ", ".join(quote_identifier(c) for c in columns)
     values = ", ".join(f"{SOURCE_ALIAS}.{quote_identifier(c)}" for c in columns)
-    lines.append(f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})")
+    lines.append(f"WHEN NOT MATCHED{f' AND NOT {marker}' if marked else ''} THEN INSERT ({names}) VALUES ({values})")
+    if delete_absent:
+        lines.append("WHEN NOT MATCHED BY SOURCE" + ("" if delete_absent == "true" else f" AND {delete_absent}") + " THEN DELETE")
     return "\n".join(lines)
 
 
@@ -224,6 +249,7 @@ class MergeWrite(WriteStrategyBase):
         notes = [f"a match updates only {', '.join(options.update)}"] if options.update else []
         notes += [f"a match keeps the table's {', '.join(options.keep)}"] if options.keep else []
         notes += [f"reads and matches only the table's rows within {options.within}"] if options.within else []
+        notes += ["deletes the table's keys the rows no longer hold"] if options.deletes else []
         return WritePlan(
             operation=(
                 "Delta MERGE on key (only new or changed rows; no commit when nothing changed); "
@@ -234,12 +260,13 @@ class MergeWrite(WriteStrategyBase):
             statement=merge_statement(
                 path_identifier(target.path), key, shown, target_condition=bound,
                 update=options.updated_columns(shown, key),
+                delete_absent=(bound or "true") if options.deletes else None,
             ),
             predicate=key_condition(key) + (f" AND {bound}" if bound else ""),
         )
 
     def write(self, spark: SparkSession, df: DataFrame, target: WriteTarget) -> WriteResult:
-        check_columns(self, target, df.columns)
+        check_columns(self, target, [c for c in df.columns if c != DELETED_MARKER])
         columns_lower = {c.lower() for c in df.columns}
         missing_key = [k for k in target.key if k.lower() not in columns_lower]
         if missing_key:
@@ -251,27 +278,35 @@ class MergeWrite(WriteStrategyBase):
             )
         staged = persist_rows(df)
         try:
+            rows, _ = split_change_set(staged, merge_key(target))
             if target.partitioned:
-                check_rows_in_slice(self, staged, target)
+                check_rows_in_slice(self, rows, target)
             if target.merge.within:
-                self._check_rows_within(staged, target)
+                self._check_rows_within(rows, target)
             existing = delta_schema(spark, target.path)
             if existing is None:
-                check_keys(self, staged, target, merge_key(target))  # a later run checks them in its diff
-                return self._create(spark, staged, target)
+                check_keys(self, rows, target, merge_key(target))  # a later run checks them in its diff
+                return self._create(spark, rows, target)
             return self._merge(spark, staged, target, existing)
         finally:
             staged.unpersist()
 
     def staged_scope(self, spark: SparkSession, rows: DataFrame, target: WriteTarget) -> tuple[DataFrame, str]:
-        """The current rows (of the slice) whose key is not in ``rows``, plus ``rows``."""
+        """The current rows (of the slice) whose key is not in ``rows``, plus ``rows``; with
+        ``deletes=delete``, ``rows`` (a change set: without the keys it deletes)."""
+        key = list(merge_key(target))
+        rows, deleted = split_change_set(rows, key)
         current = slice_rows(spark, target)
         if current is None:
             return super().staged_scope(spark, rows, target)
-        key = list(merge_key(target))
         within = _within(target, alias=None)
         reachable = current.where(within) if within else current
-        untouched = reachable.join(rows.select(*key), on=key, how="left_anti")
+        if target.merge.deletes and deleted is None:  # the rows are all the table keeps
+            untouched = reachable.where("false")
+        else:
+            untouched = reachable.join(rows.select(*key), on=key, how="left_anti")
+            if deleted is not None:
+                untouched = untouched.join(deleted, on=key, how="left_anti")
         if within:
             untouched = untouched.unionByName(current.where(f"NOT coalesce({within}, false)"))
         updated = {c.lower() for c in target.merge.updated_columns(rows.columns, key)}
@@ -310,48 +345,76 @@ class MergeWrite(WriteStrategyBase):
     def _merge(
         self, spark: SparkSession, staged: DataFrame, target: WriteTarget, existing: StructType
     ) -> WriteResult:
-        new_columns = check_schema_compatible(self, target, staged.schema, existing)
+        """Merge the staged rows (or change set) into the existing table."""
+        key = merge_key(target)
+        rows, deleted = split_change_set(staged, key)
+        # deletes=delete over the whole rows: the table's keys they lack go
+        delete_absent = target.merge.deletes and deleted is None
+        new_columns = check_schema_compatible(self, target, rows.schema, existing)
         current = read(spark, target.path)
         bound = _target_condition(target, alias=None)
         if bound:
             current = current.where(bound)
-        key = merge_key(target)
-        ranges = clustered_key_ranges(staged, target)
+        ranges = None if delete_absent else clustered_key_ranges(staged, target)
         if ranges:
             current = current.where(ranges.predicate())
-        compare = None if new_columns else target.merge.updated_columns(staged.columns, key)
+        compare = None if new_columns else target.merge.updated_columns(rows.columns, key)
         if new_columns:  # every row is merged: the target lacks columns to compare
-            check_keys(self, staged, target, key)
-            return self._merge_changes(spark, staged, target, key, staged, new_columns, ranges)
+            check_keys(self, rows, target, key)
+            return self._merge_changes(spark, rows, target, key, staged, new_columns, ranges, delete_absent=delete_absent)
         if one_pass(target.path):
-            return self._merge_in_one_pass(spark, staged, target, key, ranges)
+            return self._merge_in_one_pass(spark, staged, target, key, ranges, delete_absent)
         # The diff is evaluated once and carries the key check: the check, the
         # emptiness check and the MERGE read the staged rows.
         key_rows = f"__assetlake_key_rows_{uuid.uuid4().hex[:8]}"
-        diff = local_checkpoint(changed_rows(staged, current, key, key_rows=key_rows, compare=compare))
+        diff = local_checkpoint(changed_rows(rows, current, key, key_rows=key_rows, compare=compare))
+        gone = None
         try:
             self._check_staged_keys(diff, target, key, key_rows)
-            return self._merge_changes(spark, staged, target, key, diff.drop(key_rows), new_columns, ranges)
+            changes = diff.drop(key_rows)
+            if delete_absent:  # the table's keys the rows lack, found once
+                gone = local_checkpoint(current.select(*key).join(rows.select(*key), on=list(key), how="left_anti"))
+                deleted = gone
+            if deleted is not None:
+                changes = changes.selectExpr("*", f"false AS {quote_identifier(DELETED_MARKER)}").unionByName(
+                    deleted.selectExpr(*[quote_identifier(k) for k in key], f"true AS {quote_identifier(DELETED_MARKER)}"),
+                    allowMissingColumns=True,
+                )
+            return self._merge_changes(spark, rows, target, key, changes, new_columns, ranges)
         finally:
             release_checkpoint(diff)  # here, not from the garbage collector (see local_checkpoint)
+            if gone is not None:
+                release_checkpoint(gone)
 
     def _merge_in_one_pass(
-        self, spark: SparkSession, staged: DataFrame, target: WriteTarget, key: Sequence[str], ranges: Optional[KeyRanges]
+        self,
+        spark: SparkSession,
+        staged: DataFrame,
+        target: WriteTarget,
+        key: Sequence[str],
+        ranges: Optional[KeyRanges],
+        delete_absent: bool,
     ) -> WriteResult:
         """One MERGE of every staged row whose matched clause carries the change condition.
 
         On a table with deletion vectors Delta then rewrites nothing it does not change and
         commits nothing when no row differs, so the table is read once (no diff first). The
         keys are checked in one aggregation of the staged rows, which also fingerprints them:
-        merging the very rows the table's latest commit merged changes nothing, and is not run.
+        merging the very rows the table's latest commit merged changes nothing, and is not run
+        (a change set is not fingerprinted: it is never the whole of the rows).
         """
-        fingerprint = source_fingerprint(self, staged, target, key)
-        if not target.partitioned and fingerprint is not None:
+        rows, deleted = split_change_set(staged, key)
+        fingerprint = source_fingerprint(self, rows, target, key)
+        if deleted is not None:
+            fingerprint = None
+        elif not target.partitioned and fingerprint is not None:
             latest = latest_stamp_field(target.path, SOURCE_FIELD)
             if latest is not None and latest[1] == fingerprint:
                 return no_commit(current_version(spark, target.path))
         target = dataclasses.replace(target, stamp=dataclasses.replace(target.stamp, source=fingerprint))
-        return self._merge_changes(spark, staged, target, key, staged, (), ranges, changed_only=True)
+        return self._merge_changes(
+            spark, rows, target, key, staged, (), ranges, changed_only=True, delete_absent=delete_absent
+        )
 
     def _merge_changes(
         self,
@@ -363,14 +426,18 @@ class MergeWrite(WriteStrategyBase):
         new_columns: Sequence[str],
         ranges: Optional[KeyRanges] = None,
         changed_only: bool = False,
+        delete_absent: bool = False,
     ) -> WriteResult:
-        """MERGE ``changes`` (the staged rows that differ, or all of them) on ``key``, within
-        the key ``ranges`` (:func:`clustered_key_ranges`) when there are any; ``changed_only``:
-        a match updates only a row that differs (Delta commits nothing when none does)."""
+        """MERGE ``changes`` (the staged rows that differ, or all of them; keys to delete
+        marked by :data:`DELETED_MARKER`) on ``key``, within the key ``ranges``
+        (:func:`clustered_key_ranges`) when there are any; ``changed_only``: a match updates
+        only a row that differs (Delta commits nothing when none does); ``delete_absent``:
+        ``changes`` are every row, and a table row (within the bound) none matches is deleted."""
         if not changed_only and not changes.take(1):
             version = current_version(spark, target.path)
             return no_commit(version)
         before = current_version(spark, target.path) if changed_only else None
+        bound = _target_condition(target)
         # MERGE through SQL, not the DeltaTable builder: the same statement runs on a
         # classic session and on a Spark Connect server without the Delta Connect plugin.
         view = f"_assetlake_changes_{uuid.uuid4().hex}"
@@ -380,10 +447,12 @@ class MergeWrite(WriteStrategyBase):
             staged.columns,
             source=view,
             target_condition=" AND ".join(
-                c for c in (_target_condition(target), ranges.predicate(TARGET_ALIAS) if ranges else None) if c
+                c for c in (bound, ranges.predicate(TARGET_ALIAS) if ranges else None) if c
             ) or None,
             update=target.merge.updated_columns(staged.columns, key),
             changed_only=changed_only,
+            marked=DELETED_MARKER in changes.columns,
+            delete_absent=(bound or "true") if delete_absent else None,
         )
         settings = {SCHEMA_EVOLUTION_CONF: "true"} if new_columns else {}
         changes.createOrReplaceTempView(view)
@@ -415,6 +484,20 @@ class MergeWrite(WriteStrategyBase):
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
         has_null = reduce(lambda a, b: a | b, [diff[k].isNull() for k in key])
         check_staged_keys(self, target, key, diff.where(has_null | (diff[key_rows] > 1)), key_rows)
+
+
+def split_change_set(rows: DataFrame, key: Sequence[str]) -> tuple[DataFrame, Optional[DataFrame]]:
+    """The rows to upsert and the keys to delete of a change set (marked by
+    :data:`DELETED_MARKER`); other rows are all upserts, and no keys (``None``).
+
+    Example:
+        >>> upserts, deleted = split_change_set(rows, ["id"])  # doctest: +SKIP
+    """
+    if DELETED_MARKER not in rows.columns:
+        return rows, None
+    marker = quote_identifier(DELETED_MARKER)
+    deleted = rows.where(marker).select(*[rows[k] for k in key])
+    return rows.where(f"NOT {marker}").drop(DELETED_MARKER), deleted
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 The fixture `projects/change_feed` reads the external `raw/orders` (created with
 `delta.enableChangeDataFeed`): `staging/orders_clean` is row-local, `mart/customer_totals`
-groups on its key, `mart/order_days` (DISTINCT) has neither shape and reads in full. Two lakes get the same
+groups on its key, `staging/orders_open` and `mart/repeat_customers` are the same two shapes
+with `deletes=delete` (keys the SELECT no longer returns are deleted), `mart/order_days`
+(DISTINCT) has neither shape and reads in full. Two lakes get the same
 random inserts, updates and deletes; one lake's runs read the change feed, the other's are
 forced to read in full; their tables must be equal after every run.
 """
@@ -22,7 +24,9 @@ PROJECT = os.path.join(PROJECTS, "change_feed")
 CLEAN = dg.AssetKey(["staging", "orders_clean"])
 TOTALS = dg.AssetKey(["mart", "customer_totals"])
 DAYS = dg.AssetKey(["mart", "order_days"])
-KEYS = [CLEAN, TOTALS]
+CURRENT = dg.AssetKey(["staging", "orders_open"])
+CUSTOMERS = dg.AssetKey(["mart", "repeat_customers"])
+KEYS = [CLEAN, TOTALS, CURRENT, CUSTOMERS]
 SCHEMA = "order_id INT, customer_id INT, status STRING, amount DOUBLE"
 STATUSES = ["new", "paid", "void", None]
 #: Random rounds of changes (each: both lakes run the three assets).
@@ -71,6 +75,19 @@ def mutate(spark, paths, rng, next_id):
         for path in paths:
             spark.sql(statement.format(t=f"delta.`{path}`"))
     return next_id
+
+
+#: The SELECTs of orders_open.sql and repeat_customers.sql, over a lake's raw.orders.
+CURRENT_SQL = "SELECT order_id, customer_id, status, amount FROM {orders} WHERE status IS NULL OR status <> 'void'"
+CUSTOMERS_SQL = (
+    "SELECT customer_id AS customer, sum(amount) AS total, count(*) AS orders FROM {orders} "
+    "WHERE customer_id IS NOT NULL GROUP BY customer_id HAVING count(*) > 1"
+)
+
+
+def select_rows(spark, lake_root, sql):
+    orders = f"delta.`{os.path.join(lake_root, 'raw', 'orders')}`"
+    return sorted(map(tuple, spark.sql(sql.format(orders=orders)).collect()), key=repr)
 
 
 def _literal(row):
@@ -122,12 +139,15 @@ def test_reading_the_change_feed_gives_the_tables_a_full_read_gives(spark, lakes
         run(full_defs, full_instance, KEYS, tags={FORCE_TAG: "true"})
         for key in KEYS:
             assert table_rows(spark, inc_root, key) == table_rows(spark, full_root, key), (round_, key)
-        for key in (CLEAN, TOTALS):
+        for key in KEYS:
             mode = read_mode(inc_instance, key)
             assert mode["mode"] == "change_feed", (round_, key, mode)
             fed += 1
         assert any("reads only the changes of delta://raw/orders (row-local SELECT" in m for m in logs(inc_instance, result))
-    assert fed == 2 * ROUNDS
+        # deletes=delete: the table is the SELECT's result over the upstream as it is now.
+        assert table_rows(spark, inc_root, CURRENT) == select_rows(spark, inc_root, CURRENT_SQL), round_
+        assert table_rows(spark, inc_root, CUSTOMERS) == select_rows(spark, inc_root, CUSTOMERS_SQL), round_
+    assert fed == len(KEYS) * ROUNDS
     # The full read's lake read in full each time.
     assert read_mode(full_instance, CLEAN) is None
 
@@ -179,3 +199,36 @@ def test_without_a_feed_or_after_a_schema_change_it_reads_in_full_and_says_why(s
     result = run(defs, instance, [CLEAN])
     assert read_mode(instance, CLEAN)["rows_gained"] == 1
     assert sorted(r[0] for r in table_rows(spark, root, CLEAN)) == [1, 2, 3, 4]
+
+
+def test_deletes_delete_removes_the_keys_the_select_no_longer_returns(spark, lakes):
+    made, _ = lakes
+    defs, instance, root = made["incremental"]
+    run(defs, instance, [CURRENT, CUSTOMERS])
+    orders = f"delta.`{os.path.join(root, 'raw', 'orders')}`"
+    before = {r[0] for r in table_rows(spark, root, CURRENT)}
+    gone = sorted(before)[:2]
+    spark.sql(f"DELETE FROM {orders} WHERE order_id = {gone[0]}")  # deleted upstream
+    spark.sql(f"UPDATE {orders} SET status = 'void' WHERE order_id = {gone[1]}")  # filtered out now
+    spark.sql(f"INSERT INTO {orders} VALUES (500, 9, 'new', 1.0)")  # a customer with one order: no row
+    result = run(defs, instance, [CURRENT, CUSTOMERS])
+    assert any(
+        "staging/orders_open: reads only the changes of delta://raw/orders (row-local SELECT; change feed versions 1..3"
+        in m and "keys no longer produced are deleted" in m
+        for m in logs(instance, result)
+    )
+    assert {r[0] for r in table_rows(spark, root, CURRENT)} == before - set(gone) | {500}
+    assert table_rows(spark, root, CURRENT) == select_rows(spark, root, CURRENT_SQL)
+    assert read_mode(instance, CUSTOMERS)["mode"] == "change_feed"
+    # Customer 9 has one order: filtered out by HAVING, never in the table.
+    assert table_rows(spark, root, CUSTOMERS) == select_rows(spark, root, CUSTOMERS_SQL)
+    # Its second order is in the group, its removal drops the group again.
+    spark.sql(f"INSERT INTO {orders} VALUES (501, 9, 'new', 2.0)")
+    run(defs, instance, [CUSTOMERS])
+    assert 9 in {r[0] for r in table_rows(spark, root, CUSTOMERS)}
+    spark.sql(f"DELETE FROM {orders} WHERE order_id = 501")
+    run(defs, instance, [CUSTOMERS])
+    assert 9 not in {r[0] for r in table_rows(spark, root, CUSTOMERS)}
+    assert table_rows(spark, root, CUSTOMERS) == select_rows(spark, root, CUSTOMERS_SQL)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{os.path.join(root, 'mart', 'repeat_customers')}` LIMIT 1").first()
+    assert history["operation"] == "MERGE" and history["operationMetrics"]["numTargetRowsDeleted"] == "1"

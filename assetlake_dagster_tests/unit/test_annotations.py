@@ -12,6 +12,7 @@ from assetlake_dagster.spec import (
     CatalogSpec,
     ArgumentType,
     MaterializeSpec,
+    MergeOptions,
     TableUri,
     UpstreamSpec,
     WriteStrategy,
@@ -76,6 +77,15 @@ VALID = [
             )
         },
         id="history-track-deletes",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id deletes=delete\n",
+        {
+            "materialize": MaterializeSpec(
+                TableUri("a", "t"), WriteStrategy.MERGE, ("id",), merge=MergeOptions(deletes=True)
+            )
+        },
+        id="merge-deletes",
     ),
     pytest.param(
         "-- materialize delta://a/t key=id history valid_from=updated_at\n",
@@ -427,14 +437,29 @@ INVALID = [
     ),
     pytest.param(
         "-- materialize delta://a/t key=id deletes=close\n",
-        "f.sql:1:35: 'deletes=' needs 'history'. "
-        "It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove 'deletes=close'.",
-        id="deletes-without-history",
+        "f.sql:1:35: 'deletes=close' does not apply to a merge. "
+        "A merge deletes absent keys (there is no version to close); write 'deletes=delete', or add 'history'.",
+        id="deletes-close-on-merge",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history deletes=delete\n",
+        "f.sql:1:43: 'deletes=delete' does not apply to a history. "
+        "A history never deletes a version; write 'deletes=close' to close the current version of absent keys.",
+        id="deletes-delete-on-history",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t append deletes=delete\n",
+        "f.sql:1:35: 'deletes=delete' needs 'key=<c1,c2>'. "
+        "Deleted keys are a merge's (deletes=delete: -- materialize delta://<schema>/<table> key=<c1,c2> "
+        "[update=<c1,c2> | keep=<c1,c2>] [within=\"<predicate>\"] [deletes=delete]) or a history's (deletes=close: "
+        "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>]).",
+        id="deletes-without-key",
     ),
     pytest.param(
         "-- materialize delta://a/t key=id history deletes=soft\n",
         "f.sql:1:43: unknown deletes= value 'soft'. "
-        "Write 'deletes=close' to close absent keys; without it they stay current.",
+        "Write 'deletes=delete' on a merge (delete the keys the SELECT no longer returns) or "
+        "'deletes=close' on a history (close their current version); without it they stay.",
         id="deletes-unknown-value",
     ),
     pytest.param(

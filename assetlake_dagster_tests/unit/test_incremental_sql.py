@@ -31,20 +31,26 @@ def test_projections_and_filters_over_one_table_are_row_local(body):
 
 
 @pytest.mark.parametrize(
-    "body, header, group",
+    "body, header, group, keys",
     [
-        ("SELECT id, sum(amount) AS total FROM raw.orders GROUP BY id", None, ("id",)),
-        ("SELECT customer AS id, count(*) AS n FROM raw.orders o WHERE o.x > 1 GROUP BY customer", None, ("customer",)),
+        ("SELECT id, sum(amount) AS total FROM raw.orders GROUP BY id", None, ("id",), (("id", "id"),)),
         (
-            "SELECT c, d, max(v) AS v FROM raw.orders GROUP BY c, d HAVING count(*) > 1",
+            "SELECT customer AS id, count(*) AS n FROM raw.orders o WHERE o.x > 1 GROUP BY customer",
+            None,
+            ("customer",),
+            (("id", "customer"),),
+        ),
+        (
+            "SELECT c, d, max(v) AS v FROM raw.orders GROUP BY d, c HAVING count(*) > 1",
             "-- materialize delta://s/t key=c,d",
-            ("c", "d"),
+            ("d", "c"),
+            (("c", "c"), ("d", "d")),
         ),
     ],
 )
-def test_a_group_by_of_the_key_columns_is_grouped(body, header, group):
+def test_a_group_by_of_the_key_columns_is_grouped(body, header, group, keys):
     spec = keyed(body, header) if header else keyed(body)
-    assert incremental_shape(spec) == IncrementalShape(GROUPED, ORDERS, group)
+    assert incremental_shape(spec) == IncrementalShape(GROUPED, ORDERS, group, keys)
 
 
 @pytest.mark.parametrize(

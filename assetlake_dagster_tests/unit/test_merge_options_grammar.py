@@ -11,7 +11,10 @@ from assetlake_dagster.target_predicate import TargetPredicate
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 
 SELECT = "SELECT 1 AS id, current_date() AS order_date, 'x' AS v, 2 AS n"
-MERGE_FORM = '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"]'
+MERGE_FORM = (
+    '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"] '
+    "[deletes=delete]"
+)
 WITHIN_HINT = 'Write one condition on the table\'s columns, e.g. within="order_date >= date_sub(current_date(), 7)".'
 
 

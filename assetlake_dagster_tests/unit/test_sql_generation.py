@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from assetlake_dagster.spec import TableUri, WriteStrategy, quote_identifier
+from assetlake_dagster.spec import MergeOptions, TableUri, WriteStrategy, quote_identifier
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.merge import merge_statement
 from assetlake_dagster.writes.sql import change_condition, key_condition
@@ -212,7 +212,10 @@ def test_history_plan_shows_the_merge():
     [
         pytest.param({"strategy": "history"}, "history needs key=[...] columns", id="no-key"),
         pytest.param({"strategy": "merge", "key": ["id"], "track": ["a"]}, "only apply to history", id="track-merge"),
-        pytest.param({"strategy": "history", "key": ["id"], "deletes": "soft"}, "the only value is 'close'", id="deletes"),
+        pytest.param({"strategy": "history", "key": ["id"], "deletes": "soft"}, "a history takes deletes='close'", id="deletes"),
+        pytest.param({"strategy": "history", "key": ["id"], "deletes": "delete"}, "a history takes deletes='close'", id="deletes-delete-history"),
+        pytest.param({"strategy": "merge", "key": ["id"], "deletes": "close"}, "a merge takes deletes='delete'", id="deletes-close-merge"),
+        pytest.param({"strategy": "append", "deletes": "delete"}, "applies to merge ('delete') and history ('close'), not append", id="deletes-append"),
         pytest.param({"strategy": "history", "key": ["id"], "track": ["ID"]}, "includes key columns", id="track-key"),
         pytest.param({"strategy": "merge", "key": ["id"], "valid_from": "at"}, "only apply to history", id="valid-from-merge"),
         pytest.param({"strategy": "history", "key": ["id"], "valid_from": "ID"}, "one plain non-key column", id="valid-from-key"),
@@ -242,6 +245,9 @@ def test_managed_write_history_metadata():
     assert plain.valid_from is None and "valid_from" not in plain.to_metadata()["assetlake/write"]
     timed = materialize_spec_for(key, managed_write("history", key=["id"], valid_from="updated_at"))
     assert timed.valid_from == "updated_at"
+    merged = materialize_spec_for(key, managed_write("merge", key=["id"], deletes="delete"))
+    assert merged.merge == MergeOptions(deletes=True) and not merged.close_deletes
+    assert merged.to_metadata()["assetlake/write"]["merge"] == {"deletes": "delete"}
 
 
 @pytest.mark.parametrize(
