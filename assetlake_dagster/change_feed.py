@@ -28,14 +28,21 @@ The rows go to the IO manager's merge as a change set
 Anything it cannot vouch for reads in full, with the reason in the log: the feed not
 enabled over the range, a schema or property change, versions no longer in the log or
 vacuumed, or types Spark cannot group by (maps).
+
+An ``append new_rows`` (:func:`read_new_rows`) always reads the feed, from the upstream
+versions its table's rows were read up to (:func:`appended_up_to`, stamped on its commits)
+to the upstream's latest, and appends the SELECT over the gained rows: there is no full read
+to fall back on (it would append every row again), so what the feed cannot serve fails the
+run. Its first run reads the upstream in full, at one version.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from assetlake_dagster.incremental_sql import GROUPED, IncrementalShape, incremental_shape
 from assetlake_dagster.lake.delta_log import DeltaLog
@@ -43,9 +50,10 @@ from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.table_properties import CHANGE_DATA_FEED_PROPERTY, is_enabled
 from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.spark.session import local_checkpoint
-from assetlake_dagster.spec import SqlAssetSpec, quote_identifier
+from assetlake_dagster.spec import SqlAssetSpec, TableUri, quote_identifier
 from assetlake_dagster.sql_rewrite import with_tables_replaced
 from assetlake_dagster.sql_runner import run_sql_file
+from assetlake_dagster.writes.commit import READ_FIELD, STAMP_TAG
 from assetlake_dagster.writes.merge import DELETED_MARKER
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
@@ -126,6 +134,78 @@ def read_changes(
     )
 
 
+def read_new_rows(
+    spark: "SparkSession", lake: Lake, spec: SqlAssetSpec, args: Mapping[str, Any], start: Optional[int]
+) -> Union[ChangeRead, str]:
+    """The SELECT of an ``append new_rows`` file over the rows its upstream gained after
+    version ``start`` (``None``: the first run, over the whole upstream at its latest
+    version), or why it cannot be read.
+
+    Example:
+        >>> read_new_rows(spark, lake, spec, {}, 4).message  # doctest: +SKIP
+        'appends the rows delta://raw/events gained (change feed versions 5..6: 120 rows gained)'
+    """
+    shape = incremental_shape(spec)
+    if isinstance(shape, str):
+        return shape
+    name = str(shape.table)
+    try:
+        with errors_reported_by_caller():
+            log = DeltaLog.open(lake.table_path(shape.table), lake.files)
+            end = log.latest_version
+            if start is None:
+                _check_feed(log, name)  # the next run reads it: say so now
+                upstream = spark.read.format("delta").option("versionAsOf", end).load(log.table_path)
+                rows, _ = _rows(spark, spec, args, shape, upstream, upstream, upstream.where("false"))
+                return ChangeRead(
+                    rows,
+                    f"appends its SELECT over all of {name} (version {end}): the table's first rows",
+                    {"mode": "full", "table": name, "to_version": end},
+                )
+            upstream, gained, lost = _changes(spark, log, name, start, end, strict=False)
+            rows, _ = _rows(spark, spec, args, shape, upstream, gained, lost)
+            counts = _counts(gained, lost)
+    except _FullRead as reason:
+        return str(reason)
+    except Exception as exc:  # noqa: BLE001 - said in the run's failure
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"the change feed of {name} could not be read: {first[:300]}"
+    return ChangeRead(
+        rows,
+        f"appends the rows {name} gained (change feed versions {start + 1}..{end}: {counts['rows_gained']} rows "
+        f"gained, {counts['rows_lost']} lost)",
+        {"mode": "change_feed", "table": name, "shape": shape.kind, "from_version": start, "to_version": end, **counts},
+    )
+
+
+def appended_up_to(lake: Lake, uri: TableUri) -> Optional[dict[str, int]]:
+    """The upstream versions the rows of the ``append new_rows`` table ``uri`` were read up
+    to: the stamp of its latest commit that has them (read from its Delta log, newest
+    first, without Spark); ``None`` when no commit of the table has them.
+
+    Raises:
+        DeltaTableMissingError: the table does not exist yet.
+    """
+    log = DeltaLog.open(lake.table_path(uri), lake.files)
+    end = log.latest_version
+    while end >= log.first_readable:
+        start = max(log.first_readable, end - _COMMITS_PER_READ + 1)
+        for commit in reversed(log.read_commits(start - 1, end)):
+            try:
+                stamp = json.loads(commit.user_metadata or "{}").get(STAMP_TAG) or {}
+                read = stamp.get(READ_FIELD) if isinstance(stamp, dict) else None
+                if isinstance(read, dict) and read:
+                    return {str(table): int(version) for table, version in read.items()}
+            except (ValueError, AttributeError, TypeError):
+                continue  # not a stamp of ours
+        end = start - 1
+    return None
+
+
+#: Commits read at a time when looking back for an append's stamp.
+_COMMITS_PER_READ = 100
+
+
 def _counts(gained: "DataFrame", lost: "DataFrame") -> dict[str, int]:
     """How many rows were gained and lost (one Spark job over the staged net rows)."""
     row = gained.selectExpr("1 AS g", "0 AS l").unionByName(lost.selectExpr("0 AS g", "1 AS l")).selectExpr(
@@ -138,22 +218,29 @@ class _FullRead(Exception):
     """A reason, found while reading, to read in full."""
 
 
+def _check_feed(log: DeltaLog, name: str) -> None:
+    """:class:`_FullRead` unless the table of ``log`` keeps a change data feed."""
+    if not is_enabled(log.read_metadata().configuration, CHANGE_DATA_FEED_PROPERTY):
+        raise _FullRead(f"{name} keeps no change data feed ({CHANGE_DATA_FEED_PROPERTY} is not set): {HOW_TO_ENABLE}")
+
+
 def _changes(
-    spark: "SparkSession", log: DeltaLog, name: str, start: int, end: int
+    spark: "SparkSession", log: DeltaLog, name: str, start: int, end: int, strict: bool = True
 ) -> tuple["DataFrame", "DataFrame", "DataFrame"]:
     """The table of ``log`` (``name``) at version ``end``, and the rows it gained and lost
     from version ``start`` to ``end``, staged; :class:`_FullRead` when its log says the feed
-    cannot serve them.
+    cannot serve them (``strict``: also when its schema or properties changed in the range,
+    which a full read serves for sure; else Delta reads across an additive change and
+    refuses the others).
 
     One read of the feed and one aggregation: each distinct row with its post-images counted
     +1 and its pre-images -1; a positive net is gained (that many times), a negative lost.
     """
-    if not is_enabled(log.read_metadata().configuration, CHANGE_DATA_FEED_PROPERTY):
-        raise _FullRead(f"{name} keeps no change data feed ({CHANGE_DATA_FEED_PROPERTY} is not set): {HOW_TO_ENABLE}")
+    _check_feed(log, name)
     path = log.table_path
     if start + 1 < log.first_readable:
         raise _FullRead(f"versions {start + 1}..{end} of the upstream are no longer in its log")
-    changed = next((c for c in log.read_commits(start, end) if c.changed_metadata), None)
+    changed = next((c for c in log.read_commits(start, end) if c.changed_metadata), None) if strict else None
     if changed is not None:
         raise _FullRead(f"the upstream's schema or properties changed at version {changed.version} ({changed.operation})")
     table = spark.read.format("delta").option("versionAsOf", end).load(path)

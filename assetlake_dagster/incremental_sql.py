@@ -11,6 +11,9 @@ Two shapes of a ``key=`` merge's SELECT over one lake table qualify:
   aggregates. Running the SELECT over the upstream's rows *of the groups the changes touch*
   gives every group that can differ.
 
+An ``append new_rows`` must be row-local: it appends the SELECT over the gained rows only,
+on every run (:func:`new_rows_problem` is checked when the project loads).
+
 Anything else reads in full; :func:`incremental_shape` says why in words.
 :mod:`assetlake_dagster.change_feed` does the reading.
 """
@@ -65,6 +68,10 @@ def incremental_shape(spec: SqlAssetSpec) -> Union[IncrementalShape, str]:
         'its SELECT joins tables'
     """
     materialize = spec.materialize
+    if materialize.strategy is WriteStrategy.APPEND and materialize.new_rows:
+        return new_rows_problem(spec) or IncrementalShape(ROW_LOCAL, _shape(spec.select.sql, ()).table)
+    if materialize.strategy is WriteStrategy.APPEND:
+        return "a plain append reads its inputs in full ('append new_rows' appends only what its upstream gained)"
     if materialize.strategy is not WriteStrategy.MERGE:
         return f"a {materialize.strategy.value} write is not a key= merge"
     if spec.partitions is not None:
@@ -76,6 +83,25 @@ def incremental_shape(spec: SqlAssetSpec) -> Union[IncrementalShape, str]:
     if spec.select is None:
         return "the file has no SELECT"
     return _shape(spec.select.sql, tuple(k.lower() for k in materialize.key))
+
+
+def new_rows_problem(spec: SqlAssetSpec) -> Optional[str]:
+    """Why the ``append new_rows`` of ``spec`` cannot read only its upstream's new rows, or ``None``.
+
+    Example:
+        >>> new_rows_problem(spec)  # doctest: +SKIP
+        'its SELECT has a join'
+    """
+    if spec.partitions is not None:
+        return "the table is partitioned (each partition's run reads its slice in full)"
+    if spec.setup:
+        return "the file has setup statements before its SELECT"
+    if spec.select is None:
+        return "the file has no SELECT"
+    shape = _shape(spec.select.sql, ())  # no key: a GROUP BY is never the key's here
+    if isinstance(shape, str):
+        return "its SELECT has GROUP BY" if shape.startswith(("its GROUP BY", "it groups by")) else shape
+    return None
 
 
 @functools.lru_cache(maxsize=64)

@@ -337,6 +337,7 @@ class DeltaIOManager(dg.ConfigurableIOManager):
         # What the first commit gives the table besides its rows (writes/create.py).
         target = dataclasses.replace(
             target,
+            stamp=_with_read_position(target.stamp, context) if contract.new_rows else target.stamp,
             cluster_by=tuple(c.name for c in layout.cluster_by),
             comment=comments.table,
             properties=tuple(layout.properties),
@@ -463,6 +464,18 @@ def _stamp(context: dg.OutputContext, uri: TableUri, partitions: Sequence[str] =
         code_version=_code_version(context),
         writer=this_writer(),
     )
+
+
+def _with_read_position(stamp: CommitStamp, context: dg.OutputContext) -> CommitStamp:
+    """``stamp`` with the upstream version an ``append new_rows``'s rows were read up to
+    (its output's read metadata), so the next run appends what came after it."""
+    from assetlake_dagster.change_feed import READ_KEY
+
+    read = (context.output_metadata or {}).get(READ_KEY)
+    read = getattr(read, "value", read)
+    if not isinstance(read, Mapping) or "table" not in read or "to_version" not in read:
+        return stamp
+    return dataclasses.replace(stamp, read=((str(read["table"]), int(read["to_version"])),))
 
 
 def _code_version(context: dg.OutputContext) -> Optional[str]:

@@ -326,7 +326,25 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
         foreign_tables=analysis.foreign_tables,
         **spec_arguments(header.fields, SqlAssetSpec),  # the declared fields, each where it goes
     )
+    if spec.materialize.new_rows and not diagnostics:
+        diagnostics.extend(_check_new_rows(src, spec))
     return spec, diagnostics, src
+
+
+def _check_new_rows(src: SourceText, spec: SqlAssetSpec) -> list[Diagnostic]:
+    """An ``append new_rows`` reads its upstream's change feed: its SELECT must allow it."""
+    from assetlake_dagster.incremental_sql import new_rows_problem
+
+    problem = new_rows_problem(spec)
+    if problem is None:
+        return []
+    where = spec.materialize.location
+    return [src.diagnostic(
+        where.line if where else 1, where.col if where else 1,
+        f"'append new_rows' cannot read only the new rows: {problem}.",
+        "It needs one row-local SELECT over one lake table (projections, filters, deterministic functions), "
+        "unpartitioned; remove 'new_rows' to append the whole SELECT on each run.",
+    )]
 
 
 def _normalize(text: str) -> str:

@@ -418,6 +418,12 @@ def _table_version(lake: Lake, uri: TableUri) -> Optional[int]:
         return None
 
 
+def last_recorded_inputs(instance: dg.DagsterInstance, key: dg.AssetKey) -> Optional[RunInputs]:
+    """The inputs the asset's latest (whole-table) materialization recorded, if any."""
+    record = _latest_materializations(instance, key, [])[None]
+    return _recorded(record)[0] if record is not None else None
+
+
 def _latest_materializations(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
 ) -> dict[Optional[str], Optional[dg.EventLogRecord]]:

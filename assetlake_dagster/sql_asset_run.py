@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import dagster as dg
 
-from assetlake_dagster.change_feed import READ_KEY, ChangeRead, read_changes
+from assetlake_dagster.change_feed import READ_KEY, ChangeRead, appended_up_to, read_changes, read_new_rows
 from assetlake_dagster.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.data_tests import blocking_failures, evaluate_run
 from assetlake_dagster.defer import deferred_inputs, deferred_metadata, sql_asset_reads
@@ -23,7 +23,7 @@ from assetlake_dagster.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.materialization import materialization_metadata, version_files_here
 from assetlake_dagster.partitions import run_slices
 from assetlake_dagster.resources import SparkDeltaResource
-from assetlake_dagster.run_decision import RunInputs, inputs_metadata
+from assetlake_dagster.run_decision import RunInputs, inputs_metadata, last_recorded_inputs
 from assetlake_dagster.spark.python_values import in_session_zone
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
@@ -89,7 +89,10 @@ def run_sql_asset(
             refuse_run_retries(context.instance, context.run.run_id)
         yield from check_events(context, asset_spec.key, outcomes)
         return
-    read = None if slices else _changed_rows(context, spark, lake, spec, args, inputs, changes_since, deferred)
+    if spec.materialize.new_rows:
+        read = _new_rows(context, spark, lake, spec, args, asset_spec.key, deferred)
+    else:
+        read = None if slices else _changed_rows(context, spark, lake, spec, args, inputs, changes_since, deferred)
     if read is not None:
         df = read.rows
     else:
@@ -154,6 +157,52 @@ def _changed_rows(
         reason = read
     context.log.info(f"{spec.uri}: reads its inputs in full: {reason}.")
     return None
+
+
+def _new_rows(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    args: Mapping[str, Any],
+    key: dg.AssetKey,
+    deferred: Mapping[TableUri, Any],
+) -> ChangeRead:
+    """The rows an ``append new_rows`` appends: its SELECT over what its upstream gained
+    since the versions the table's rows were read up to; the run fails (nothing appended)
+    when they cannot be read, as reading the upstream whole would append its rows again."""
+    from assetlake_dagster.incremental_sql import incremental_shape
+    from assetlake_dagster.lake.delta_log import DeltaTableMissingError
+
+    def fail(reason: str) -> dg.Failure:
+        return dg.Failure(
+            f"{spec.uri}: 'append new_rows' cannot read the rows its upstream gained: {reason}. "
+            "Nothing was appended; the table stays at its version.",
+            allow_retries=False,
+        )
+
+    if deferred:
+        raise fail("it reads tables from the prod lake, whose versions are not this lake's")
+    name = str(incremental_shape(spec).table)  # checked row-local when the project loaded
+    try:
+        position = appended_up_to(lake, spec.uri)
+        exists = True
+    except DeltaTableMissingError:
+        position, exists = None, False
+    if exists and position is None:  # rows appended before 'new_rows' was declared
+        recorded = last_recorded_inputs(context.instance, key)
+        position = dict(recorded.tables) if recorded is not None else None
+    start = position.get(name) if position is not None else None
+    if exists and start is None:
+        raise fail(
+            f"the table holds rows but no record of the version of {name} they were read up to, so reading "
+            f"{name} whole would append its rows again. Drop the table to append from the start, or remove 'new_rows'"
+        )
+    read = read_new_rows(spark, lake, spec, args, start)
+    if isinstance(read, str):
+        raise fail(read)
+    context.log.info(f"{spec.uri}: {read.message}")
+    return read
 
 
 def _external_upstreams(

@@ -28,7 +28,9 @@ MERGE_FORM = (
     "[deletes=delete]"
 )
 #: Options of the materialize line, for did-you-mean.
-MATERIALIZE_OPTIONS = ("append", "key=", "history", "track=", "deletes=", "valid_from=", "update=", "keep=", "within=")
+MATERIALIZE_OPTIONS = (
+    "append", "new_rows", "key=", "history", "track=", "deletes=", "valid_from=", "update=", "keep=", "within="
+)
 #: Options that only mean something with ``history``.
 HISTORY_OPTIONS = ("track=", "valid_from=")
 #: What ``deletes=`` does to a key the SELECT no longer returns: a merge deletes it, a
@@ -128,7 +130,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
                 "'manual' must come before the table URI.",
                 "Write '-- materialize manual delta://<schema>/<table>'.",
             )
-        elif name != "append":
+        elif name not in ("append", "new_rows"):
             hint = did_you_mean(name, MATERIALIZE_OPTIONS).strip()
             draft.error(
                 word, f"unknown option '{word.text}'.", hint or "Options are 'append' and 'key=<c1,c2>'."
@@ -136,8 +138,14 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
     history_problem = _check_history(draft, keyword, options)
     merge_problem = _check_merge_options(draft, options, merge_columns)
     deletes_problem = _check_deletes(draft, options)
+    if "new_rows" in options and "append" not in options and not draft.manual:
+        draft.error(
+            options["new_rows"],
+            "'new_rows' needs 'append'.",
+            "It appends the SELECT over the rows the upstream gained since the last run: write 'append new_rows'.",
+        )
     if draft.manual:
-        for name in ("append", "key=", "history", "deletes=", *HISTORY_OPTIONS, *MERGE_OPTIONS):
+        for name in ("append", "new_rows", "key=", "history", "deletes=", *HISTORY_OPTIONS, *MERGE_OPTIONS):
             if name in options:
                 draft.error(
                     options[name],
@@ -188,6 +196,7 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         valid_from=valid_from,
         merge=merge,
         location=location,
+        new_rows=strategy is WriteStrategy.APPEND and "new_rows" in options,
     )
 
 def check_materialized(draft: HeaderDraft) -> None:

@@ -175,6 +175,9 @@ class MaterializeSpec:
             snapshot (``deletes=close``); by default they stay current (soft delete).
         valid_from: history only: the column whose value starts each version
             (``valid_from=<column>``); by default the run's clock time.
+        new_rows: append only: each run appends the SELECT over the rows its upstream
+            gained since the versions the table's rows were read up to (``append new_rows``),
+            not over the whole upstream.
         merge: merge only: which columns a match updates, and the bound on the table's
             rows (:class:`MergeOptions`).
     """
@@ -187,6 +190,7 @@ class MaterializeSpec:
     valid_from: Optional[str] = None
     merge: MergeOptions = MergeOptions()
     location: Optional[SourceLocation] = field(default=None, compare=False)
+    new_rows: bool = False
 
     def to_metadata(self) -> dict[str, Any]:
         """The write contract as asset metadata, under :data:`WRITE_METADATA_KEY`.
@@ -197,7 +201,8 @@ class MaterializeSpec:
         """
         return {
             WRITE_METADATA_KEY: write_contract(
-                self.strategy, self.key, self.track, self.close_deletes, self.uri, self.merge, self.valid_from
+                self.strategy, self.key, self.track, self.close_deletes, self.uri, self.merge, self.valid_from,
+                self.new_rows,
             )
         }
 
@@ -232,6 +237,7 @@ class MaterializeSpec:
             close_deletes=raw.get("deletes") == "close",
             valid_from=raw.get("valid_from") or None,
             merge=MergeOptions.from_json(raw.get("merge")),
+            new_rows=bool(raw.get("new_rows")),
         )
 
 
@@ -264,6 +270,7 @@ def write_contract(
     uri: Optional[TableUri] = None,
     merge: "MergeOptions" = MergeOptions(),
     valid_from: Optional[str] = None,
+    new_rows: bool = False,
 ) -> dict[str, Any]:
     """The JSON form of a write contract (``table`` is omitted when not known yet; ``merge``
     when it holds no option, ``valid_from`` when history runs on the clock)."""
@@ -276,6 +283,8 @@ def write_contract(
     )
     if valid_from:
         contract["valid_from"] = valid_from
+    if new_rows:
+        contract["new_rows"] = True
     if merge:
         contract["merge"] = merge.to_json()
     return contract

@@ -42,6 +42,8 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
 CONTENT_FIELD = "content"
 #: The stamp's field holding the fingerprint of the rows a one-pass merge merged.
 SOURCE_FIELD = "source"
+#: The stamp field of an ``append new_rows``: the upstream versions its rows were read up to.
+READ_FIELD = "read"
 #: How far back in the history to look for a stamp; concurrent writers rarely exceed it.
 HISTORY_SEARCH_DEPTH = 100
 
@@ -65,6 +67,9 @@ class CommitStamp:
             would write the same rows.
         source: a one-pass merge's fingerprint of the rows it merged (with its key and
             options), so that merging the same rows again is known to change nothing.
+        read: an ``append new_rows``'s upstream tables and the versions its rows were read
+            up to, so that the next run appends what was added after them, whatever the
+            Dagster instance remembers (the position commits with the rows).
     """
 
     run_id: str
@@ -75,6 +80,7 @@ class CommitStamp:
     writer: Optional[str] = None
     content: Optional[str] = None
     source: Optional[str] = None
+    read: tuple[tuple[str, int], ...] = ()
 
     @property
     def root_run_id(self) -> str:
@@ -107,6 +113,8 @@ class CommitStamp:
             stamp[CONTENT_FIELD] = self.content
         if self.source:
             stamp[SOURCE_FIELD] = self.source
+        if self.read:
+            stamp[READ_FIELD] = dict(self.read)
         text = json.dumps({STAMP_TAG: stamp})
         return text.replace("$", "\\u0024")
 

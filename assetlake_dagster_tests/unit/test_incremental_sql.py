@@ -57,7 +57,7 @@ def test_a_group_by_of_the_key_columns_is_grouped(body, header, group, keys):
     "body, header, reason",
     [
         ("SELECT id FROM raw.orders", "-- materialize delta://s/t", "a replace write is not a key= merge"),
-        ("SELECT id FROM raw.orders", "-- materialize delta://s/t append", "a append write is not a key= merge"),
+        ("SELECT id FROM raw.orders", "-- materialize delta://s/t append", "a plain append reads its inputs in full ('append new_rows' appends only what its upstream gained)"),
         ("SELECT a.id FROM raw.orders a JOIN raw.c c ON a.c = c.c", None, "its SELECT has a join"),
         ("SELECT DISTINCT id FROM raw.orders", None, "its SELECT has DISTINCT"),
         ("SELECT id, row_number() OVER (ORDER BY x) AS n FROM raw.orders", None, "its SELECT has a window function"),
@@ -95,3 +95,36 @@ def test_only_moved_versions_let_a_run_read_changes_since_the_last_one():
     assert not before.same_but_versions(RunInputs("c1", {"delta://raw/orders": 5}, {"day": "x"}, "t"))
     assert not before.same_but_versions(RunInputs("c1", {"delta://raw/orders": 2, "delta://raw/b": 1}, {"day": "x"}, "t"))
     assert not before.same_but_versions(RunInputs("c1", {"delta://raw/orders": 5, "delta://raw/b": 1}, {"day": "x"}, "u"))
+
+
+def test_an_append_new_rows_is_row_local_and_says_so_when_it_loads():
+    spec = spec_of("SELECT id, current_timestamp() AS at FROM raw.orders WHERE id > 0", "-- materialize delta://s/t append new_rows")
+    assert spec.materialize.new_rows and incremental_shape(spec) == IncrementalShape(ROW_LOCAL, ORDERS)
+    assert spec.materialize.to_metadata()["assetlake/write"]["new_rows"] is True
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "-- materialize delta://s/t append new_rows\nSELECT a.id FROM raw.orders a JOIN raw.c c ON a.c = c.c\n",
+            "/p/f.sql:1:16: 'append new_rows' cannot read only the new rows: its SELECT has a join. It needs one "
+            "row-local SELECT over one lake table (projections, filters, deterministic functions), unpartitioned; "
+            "remove 'new_rows' to append the whole SELECT on each run.",
+        ),
+        (
+            "-- materialize delta://s/t append new_rows\nSELECT c, count(*) AS n FROM raw.orders GROUP BY c\n",
+            "/p/f.sql:1:16: 'append new_rows' cannot read only the new rows: its SELECT has GROUP BY. It needs one",
+        ),
+        (
+            "-- materialize delta://s/t key=id new_rows\nSELECT id FROM raw.orders\n",
+            "/p/f.sql:1:35: 'new_rows' needs 'append'. It appends the SELECT over the rows the upstream gained since "
+            "the last run: write 'append new_rows'.",
+        ),
+    ],
+)
+def test_new_rows_misuse_is_a_located_error(text, expected):
+    from assetlake_dagster.project import parse_file
+
+    _, problems = parse_file("/p/f.sql", text)
+    assert [p.render().splitlines()[0][: len(expected)] for p in problems] == [expected]
