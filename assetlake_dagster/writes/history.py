@@ -57,7 +57,9 @@ from assetlake_dagster.writes.base import (
 )
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session, table_lock
 from assetlake_dagster.writes.create import create_table, needs_create_statement
-from assetlake_dagster.lake.versions import current_version
+from assetlake_dagster.lake.checksum import timestamp_upper_bound
+from assetlake_dagster.lake.files import LocalFiles
+from assetlake_dagster.lake.versions import current_version, reads_log_here
 from assetlake_dagster.writes.sql import (
     SOURCE_ALIAS,
     TARGET_ALIAS,
@@ -477,8 +479,16 @@ class HistoryWrite(WriteStrategyBase):
     ) -> dt.datetime:
         """The run's timestamp, refused unless later than every valid_from/valid_to in the table."""
         q = quote_identifier
+        run_ts = self._run_timestamp(run_timestamp)
         # valid_to counts too: a closing delete stamps valid_to without opening a version.
-        # This reads both columns of the whole table: Delta's metadata-only aggregates
+        # The version's file statistics bound both columns, read from its checksum without
+        # Spark: a timestamp above the bound is above every value, the common case.
+        if reads_log_here(target.path):
+            version = current_version(spark, target.path)
+            bound = timestamp_upper_bound(LocalFiles(), target.path, version, [VALID_FROM, VALID_TO]) if version is not None else None
+            if bound is not None and to_micros(run_ts) > bound:
+                return run_ts
+        # Otherwise both columns of the whole table are read: Delta's metadata-only aggregates
         # (OptimizeMetadataOnlyDeltaQuery) cover numbers and dates, not timestamps, and not
         # tables with deletion vectors. It grows with the history (B1: 1.0 s at 2M rows),
         # which is why a run with nothing to change never asks.
@@ -486,7 +496,6 @@ class HistoryWrite(WriteStrategyBase):
             f"SELECT unix_micros(greatest(max({q(VALID_FROM)}), coalesce(max({q(VALID_TO)}), max({q(VALID_FROM)})))) "
             f"AS latest FROM {table}"
         ).first()["latest"]
-        run_ts = self._run_timestamp(run_timestamp)
         if latest is not None and to_micros(run_ts) <= latest:
             raise self.fail(
                 target,
