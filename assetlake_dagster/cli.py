@@ -271,6 +271,12 @@ def _catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup(args: argparse.Namespace) -> int:
+    from assetlake_dagster.spark.setup import main as setup_main
+
+    return setup_main(with_s3="s3" in (args.with_ or []), check=args.check, archive=args.archive)
+
+
 def _engine(args: argparse.Namespace) -> int:
     import datetime as dt
 
@@ -461,6 +467,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "catalog": _catalog,
     "engine": _engine,
     "demo": _demo,
+    "setup": _setup,
 }
 
 
@@ -608,6 +615,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     engine.add_argument("action", choices=("start", "status", "stop"))
     engine.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    setup = commands.add_parser(
+        "setup",
+        help="fetch the Delta jars (and S3A's) and build the JVM archive, once per install",
+        description="Fetch the Delta jars matching the installed delta-spark into ~/.cache/assetlake/jars "
+        "($ASSETLAKE_JARS_DIR), and with --with s3 hadoop-aws and the AWS SDK bundle for s3a:// lakes "
+        "($ASSETLAKE_S3_JARS_DIR), from Maven Central ($ASSETLAKE_MAVEN_REPO names a mirror), each checked "
+        "against its SHA-1; then build the JVM class-data archive. What is on disk is kept. Exit 1 when "
+        "--check finds something missing, 2 when a download fails.",
+    )
+    setup.add_argument("--with", dest="with_", action="append", choices=("s3",), help="also fetch S3A's jars (s3)")
+    setup.add_argument("--check", action="store_true", help="report what is there and what is missing; fetch nothing")
+    setup.add_argument("--no-archive", dest="archive", action="store_false", help="skip the JVM archive")
     demo = commands.add_parser(
         "demo",
         help="drop a day of payments into the demo's external landing table",

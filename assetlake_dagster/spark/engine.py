@@ -662,8 +662,8 @@ def start_failure_hint(log_tail: str) -> str:
     group, artifact, version = match.groups()
     return (
         f"Spark could not download the Delta jars {group}:{artifact}:{version} (no network, or a proxy its "
-        f"resolver does not know). Run `bash scripts/setup.sh` from a checkout of assetlake (it fetches them "
-        f"with Maven), or put {artifact}-{version}.jar and delta-storage-{version}.jar in {delta_jars_dir()} "
+        f"resolver does not know). Run `assetlake setup` (it fetches them from Maven Central, or the mirror "
+        f"$ASSETLAKE_MAVEN_REPO names), or put {artifact}-{version}.jar and delta-storage-{version}.jar in {delta_jars_dir()} "
         "(or the folder $ASSETLAKE_JARS_DIR names); behind a proxy, give Spark an Ivy settings file "
         "(spark.jars.ivySettings). "
     )

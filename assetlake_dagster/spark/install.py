@@ -67,7 +67,7 @@ def pyspark_home() -> str:
 
 
 def delta_jars_dir() -> str:
-    """Where ``scripts/setup.sh`` puts the Delta jars (``ASSETLAKE_JARS_DIR`` overrides)."""
+    """Where ``assetlake setup`` puts the Delta jars (``ASSETLAKE_JARS_DIR`` overrides)."""
     default = os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jars", delta_version())
     return os.environ.get("ASSETLAKE_JARS_DIR", default)
 
@@ -159,7 +159,7 @@ def hadoop_version() -> str:
 
 
 def s3_jars_dir() -> str:
-    """Where ``scripts/setup.sh --with s3`` puts ``hadoop-aws`` and the AWS SDK bundle
+    """Where ``assetlake setup --with s3`` puts ``hadoop-aws`` and the AWS SDK bundle
     matching PySpark's Hadoop (``ASSETLAKE_S3_JARS_DIR`` overrides)."""
     default = os.path.join(os.path.expanduser("~"), ".cache", "assetlake", "jars", f"hadoop-aws-{hadoop_version()}")
     return os.environ.get("ASSETLAKE_S3_JARS_DIR", default)
@@ -181,7 +181,7 @@ def s3_jar_conf(spark_conf: Optional[Mapping[str, str]] = None) -> dict[str, str
     if "hadoop-aws-" not in names or "bundle-" not in names:
         raise ConfigError(
             f"an s3a:// lake needs Hadoop's S3A connector (hadoop-aws {hadoop_version()} and the AWS SDK "
-            f"bundle), and {folder} does not hold them. Run `bash scripts/setup.sh --with s3` (fetches them "
+            f"bundle), and {folder} does not hold them. Run `assetlake setup --with s3` (fetches them "
             f"from Maven Central), or set spark_conf spark.jars.packages=org.apache.hadoop:hadoop-aws:{hadoop_version()}."
         )
     return {"spark.jars": ",".join(jars)}

@@ -29,4 +29,4 @@ def test_an_engine_that_cannot_download_delta_says_what_to_run(tmp_path, monkeyp
     message = str(raised.value)
     assert "unresolved dependency: io.delta#delta-spark_2.13" in message  # Spark's own line, in the tail
     assert "Spark could not download the Delta jars io.delta:delta-spark_2.13:" in message
-    assert "Run `bash scripts/setup.sh`" in message and str(tmp_path / "no-jars") in message
+    assert "Run `assetlake setup`" in message and str(tmp_path / "no-jars") in message

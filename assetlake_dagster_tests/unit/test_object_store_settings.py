@@ -84,7 +84,7 @@ def test_a_driver_per_run_on_s3_is_refused_before_it_starts_naming_both_fixes(mo
 def test_an_s3_lake_without_the_s3a_jars_says_how_to_get_them(monkeypatch, tmp_path):
     monkeypatch.setenv("ASSETLAKE_S3_JARS_DIR", str(tmp_path))
     resource = SparkDeltaResource(lake_root="s3a://bucket/lake")
-    with pytest.raises(ConfigError, match=r"scripts/setup.sh --with s3"):
+    with pytest.raises(ConfigError, match=r"assetlake setup --with s3"):
         resource.server_spark_conf()
     # A user who brings hadoop-aws through spark_conf is not asked for ours.
     own = SparkDeltaResource(lake_root="s3a://bucket/lake",
@@ -99,5 +99,5 @@ def test_a_remote_server_of_an_s3_lake_needs_no_s3a_jars_here(monkeypatch, tmp_p
     sessions = SparkDeltaResource(lake_root="s3a://bucket/lake", remote="sc://spark:15002").sessions()
     assert sessions.mode == "remote" and sessions.remote == "sc://spark:15002"
     # The lake's warm engine is a driver of this machine's: `assetlake engine start` still needs them.
-    with pytest.raises(ConfigError, match=r"scripts/setup.sh --with s3"):
+    with pytest.raises(ConfigError, match=r"assetlake setup --with s3"):
         SparkDeltaResource(lake_root="s3a://bucket/lake", remote="sc://spark:15002").engine()
