@@ -23,7 +23,7 @@ from dagster.components.resolved.base import Resolvable
 from dagster.components.resolved.model import Model
 from dagster.components.scaffold.scaffold import Scaffolder, ScaffoldRequest, scaffold_with
 from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from assetlake_dagster.assets import SPARK_RESOURCE_KEY
 from assetlake_dagster.build import build_definitions
@@ -50,21 +50,29 @@ SELECT 1 AS id, 'hello' AS greeting
 """
 
 
-class SparkSettings(Model):
-    """The Spark fields of :class:`~assetlake_dagster.resources.SparkDeltaResource` (unset:
-    the resource's default, which falls back to the environment)."""
+def _spark_settings() -> type[Model]:
+    """The model of ``spark:``: every field of :class:`~assetlake_dagster.resources.SparkDeltaResource`
+    but ``lake_root`` (the component's own attribute), each optional (unset: the resource's
+    default, which falls back to the environment), described as the resource describes it.
 
-    mode: Optional[str] = Field(default=None, description="'engine' (default) or 'local'.")
-    master: Optional[str] = Field(default=None, description="Spark master, e.g. local[2].")
-    remote: Optional[str] = Field(default=None, description="Spark Connect URL, e.g. sc://host:15002.")
-    engine_idle_timeout: Optional[float] = Field(default=None, description="Seconds before an idle engine stops.")
-    app_name: Optional[str] = Field(default=None, description="Spark application name.")
-    spark_conf: Optional[dict[str, str]] = Field(default=None, description="Extra Spark settings.")
-    s3_endpoint: Optional[str] = Field(default=None, description="S3 endpoint of an s3a:// lake.")
-    s3_region: Optional[str] = Field(default=None, description="Region of an s3a:// lake's bucket.")
-    s3_path_style: Optional[bool] = Field(default=None, description="Path-style S3 addressing.")
-    deletion_vectors: Optional[bool] = Field(default=None, description="New tables with deletion vectors.")
-    change_data_feed: Optional[bool] = Field(default=None, description="New tables with a change data feed.")
+    Derived, so the two cannot drift: a new resource setting is a ``defs.yaml`` setting.
+    """
+    fields: dict[str, Any] = {}
+    for name, info in SparkDeltaResource.model_fields.items():
+        if name == "lake_root":
+            continue
+        fields[name] = (Optional[info.annotation], Field(default=None, description=info.description))
+    return create_model(  # type: ignore[call-overload]
+        "SparkSettings",
+        __base__=Model,
+        __doc__="The Spark resource's settings (unset: the resource's default).",
+        __module__=__name__,
+        **fields,
+    )
+
+
+#: ``spark:`` in ``defs.yaml`` (:func:`_spark_settings`).
+SparkSettings = _spark_settings()
 
 
 def _translation_vars(sql: SqlAssetSpec) -> Mapping[str, Any]:

@@ -102,6 +102,25 @@ def test_attributes_reach_the_spark_resource():
             assert set(defs.resources) == {"spark", "lake_io"}
 
 
+def test_every_resource_setting_is_a_defs_yaml_setting():
+    from assetlake_dagster.component import SparkSettings
+
+    # Derived from the resource: a setting added there is one here (lake_root is the component's own).
+    assert set(SparkSettings.model_fields) == set(SparkDeltaResource.model_fields) - {"lake_root"}
+    for name, field in SparkSettings.model_fields.items():
+        assert field.default is None and field.description == SparkDeltaResource.model_fields[name].description, name
+    attributes = {
+        "project": "sql",
+        "lake_root": "/data/lake",
+        "spark": {"catalog": "hive", "hive_metastore_uris": "thrift://127.0.0.1:9083", "defer_to": "/data/prod"},
+    }
+    with create_defs_folder_sandbox() as sandbox:
+        path = _write_component(sandbox.defs_folder_path, "lake", attributes, {"example.sql": EXAMPLE_SQL})
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            spark = defs.resources["spark"]
+            assert (spark.catalog, spark.hive_metastore_uris, spark.defer_to) == ("hive", "thrift://127.0.0.1:9083", "/data/prod")
+
+
 def test_translation_templates_see_the_file_and_deps_follow_a_changed_key():
     attributes = {
         "project": "sql",
