@@ -39,6 +39,11 @@ from assetlake_dagster.translator import AssetlakeTranslator as AssetlakeTransla
 
 __version__ = "0.1.0"
 
+# Dagster lists the integration libraries a code location loaded, as it does dagster-dbt.
+from assetlake_dagster.dagster_internals import register_library as _register_library  # noqa: E402
+
+_register_library("assetlake-dagster", __version__)
+
 __all__ = [
     # Definitions
     "build_definitions",

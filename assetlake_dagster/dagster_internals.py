@@ -330,3 +330,19 @@ def set_output_data_version(context: dg.OutputContext, version: str) -> None:
     except Exception:  # noqa: BLE001 - a context built without a run has no step context
         return
     step_context.set_data_version(context.asset_key, dg.DataVersion(version))
+
+
+def register_library(name: str, version: str) -> None:
+    """Add ``name`` to the libraries Dagster reports (its telemetry and version listings), as
+    Dagster's own integration libraries do on import (``dagster-dbt`` calls the same
+    registry); ``is_dagster_package=False``: our version does not follow Dagster's."""
+    from dagster._core.libraries import DagsterLibraryRegistry
+
+    DagsterLibraryRegistry.register(name, version, is_dagster_package=False)
+
+
+def registered_libraries() -> Mapping[str, str]:
+    """The libraries Dagster reports, by name (for the test that pins our registration)."""
+    from dagster._core.libraries import DagsterLibraryRegistry
+
+    return DagsterLibraryRegistry.get()

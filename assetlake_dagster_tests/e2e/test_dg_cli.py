@@ -116,6 +116,12 @@ def test_scaffold_check_and_list_beside_a_plain_asset(project):
     assert [c["key"] for c in listed["asset_checks"]] == ["analytics/totals:not_null_n"]
     assert [s["name"] for s in listed["schedules"]] == ["analytics__totals_schedule"]
     assert sorted(r["name"] for r in listed["resources"]) == ["assetlake_io_manager", "io_manager", "spark"]
+    # The component as dg lists and documents it: its one-line summary, every resource setting.
+    components = json.loads(dg(project, "list", "components", "--json").stdout)
+    ours = next(c for c in components["items"] if c["key"] == TYPE)
+    assert ours["summary"] == "A folder of annotated Spark SQL files as Dagster assets with managed Delta writes."
+    schema = dg(project, "utils", "inspect-component", TYPE, "--defs-yaml-json-schema").stdout
+    assert '"defer_to"' in schema and '"hive_metastore_uris"' in schema and "Where tables are registered by name" in schema
 
 
 def _error_lines(text: str) -> list[str]:

@@ -181,3 +181,10 @@ def test_run_and_instance_adapters_work_on_a_real_run():
         assert isinstance(di.retries_on_step_failure(instance), bool)
         di.add_run_tags(instance, result.run_id, {"assetlake/test": "yes"})
         assert instance.get_run_by_id(result.run_id).tags["assetlake/test"] == "yes"
+
+
+def test_the_package_registers_itself_with_dagsters_library_registry():
+    import assetlake_dagster
+    from assetlake_dagster.dagster_internals import registered_libraries
+
+    assert registered_libraries()["assetlake-dagster"] == assetlake_dagster.__version__
