@@ -25,7 +25,7 @@ from assetlake_dagster.freshness import (
 from assetlake_dagster.io_manager import DeltaIOManager
 from assetlake_dagster.neighbours import NeighbourTable, resolve_neighbours
 from assetlake_dagster.project import load_project
-from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables
+from assetlake_dagster.python_assets import AssetLike, PythonAsset, python_tables, with_write_kinds
 from assetlake_dagster.seed_assets import seed_asset
 from assetlake_dagster.resources import SparkDeltaResource
 from assetlake_dagster.translator import AssetlakeTranslator
@@ -145,7 +145,8 @@ def build_definitions(
     )
     # Seeds are Python assets of ours: the same managed write, the same upstream resolution.
     extra: list[AssetLike] = [
-        *project.python_assets, *(seed_asset(seed, spark_resource_key, io_manager_key) for seed in project.seeds)
+        *(with_write_kinds(asset) for asset in project.python_assets),
+        *(seed_asset(seed, spark_resource_key, io_manager_key) for seed in project.seeds),
     ]
     # Every table of these definitions under its translated key: deps follow a translator
     # that renames keys (e.g. adds a prefix), so the graph has no phantom upstreams.

@@ -16,7 +16,11 @@ from typing import Optional, Union
 import dagster as dg
 
 from assetlake_dagster.errors import Diagnostic, SourceLocation, display_path
-from assetlake_dagster.spec import MaterializeSpec, TableUri, is_identifier
+from assetlake_dagster.spec import WRITE_METADATA_KEY, MaterializeSpec, TableUri, is_identifier
+
+#: The kinds a Python asset whose output the Delta IO manager writes (it carries a write
+#: contract) is shown with, beside its own.
+PYTHON_KINDS = frozenset({"python", "spark", "delta"})
 
 AssetLike = Union[dg.AssetsDefinition, dg.AssetSpec]
 
@@ -122,6 +126,24 @@ def python_tables(assets: Sequence[PythonAsset]) -> list[PythonTable]:
             if uri is not None:
                 tables.append(PythonTable(uri, spec.key, asset.path))
     return tables
+
+
+def with_write_kinds(asset: AssetLike) -> AssetLike:
+    """``asset`` with :data:`PYTHON_KINDS` added to each of its specs that carries a write
+    contract (``managed_write``), its own kinds kept; others unchanged.
+
+    Example:
+        >>> spec = dg.AssetSpec(["raw", "events"], kinds={"pandas"}, metadata=managed_write("append"))  # doctest: +SKIP
+        >>> sorted(with_write_kinds(spec).kinds)  # doctest: +SKIP
+        ['delta', 'pandas', 'python', 'spark']
+    """
+
+    def add(spec: dg.AssetSpec) -> dg.AssetSpec:
+        return spec.merge_attributes(kinds=set(PYTHON_KINDS)) if WRITE_METADATA_KEY in (spec.metadata or {}) else spec
+
+    if isinstance(asset, dg.AssetSpec):
+        return add(asset)
+    return asset.map_asset_specs(add)
 
 
 def python_reads(assets: Sequence[PythonAsset]) -> list[TableUri]:

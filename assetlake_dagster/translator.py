@@ -16,7 +16,7 @@ from assetlake_dagster.freshness import freshness_policy
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, TABLE_COMMENT_KEY, SqlAssetSpec, TableUri
 
-BASE_KINDS = ("spark", "delta")
+BASE_KINDS = ("spark", "delta", "sql")
 
 
 class AssetlakeTranslator:

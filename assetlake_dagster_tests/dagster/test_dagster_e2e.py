@@ -55,7 +55,7 @@ def test_definitions_shape(project):
     assert spec.group_name == "mart"
     assert spec.owners == ["alice@example.com"]
     assert spec.tags["tier"] == "gold"
-    assert spec.kinds == {"spark", "delta", "silver"}
+    assert spec.kinds == {"spark", "delta", "sql", "silver"}
     assert spec.description.startswith("People with a display name.")
     assert spec.code_version and len(spec.code_version) >= 16
     assert {d.asset_key for d in spec.deps} == {dg.AssetKey(["src", "people"])}

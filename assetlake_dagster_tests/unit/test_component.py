@@ -434,3 +434,27 @@ def test_two_components_with_one_group_automation_and_external_tables_load_with_
             assert automation_a.asset_selection.resolve(graph) == {dg.AssetKey(["analytics", "a"])}
             job_b = repo.get_job("analytics_job__lake_b")
             assert {key for key in job_b.asset_layer.selected_asset_keys} == {dg.AssetKey(["analytics", "b"])}
+
+
+def test_every_asset_carries_its_kinds():
+    """SQL files: spark, delta and sql; a Python asset the Delta IO manager writes (it carries a
+    write contract): python, spark and delta beside its own; external tables: delta."""
+    import pandas as pd
+
+    from assetlake_dagster import managed_write
+
+    @dg.asset(key=["raw", "scores"], kinds={"pandas"}, metadata=managed_write("append"))
+    def scores() -> pd.DataFrame:
+        return pd.DataFrame({"id": [1]})
+
+    @dg.asset(key=["elsewhere"])
+    def elsewhere() -> int:
+        return 1
+
+    defs = build_definitions(os.path.join(PROJECTS, "basic"), lake_root="/data/lake", python_assets=[scores, elsewhere])
+    kinds = {spec.key.to_user_string(): spec.kinds for spec in defs.resolve_all_asset_specs()}
+    assert kinds["analytics/orders_clean"] >= {"spark", "delta", "sql"}
+    assert kinds["raw/scores"] == {"pandas", "python", "spark", "delta"}
+    assert kinds["elsewhere"] == set()  # not written by the Delta IO manager: left as it is
+    # The SQL files' tables and the external tables they read are Delta tables.
+    assert all("delta" in k for name, k in kinds.items() if name not in ("raw/scores", "elsewhere")) and len(kinds) > 4
