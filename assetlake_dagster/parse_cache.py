@@ -36,7 +36,6 @@ CACHE_DIR_ENV = "ASSETLAKE_CACHE_DIR"
 ENABLED_ENV = "ASSETLAKE_PARSE_CACHE"
 #: Cache files kept (one per project folder); the least recently written go first.
 MAX_PROJECTS = 200
-_FORMAT = 5  # 2: SqlAssetSpec.freshness; 3: .catalog; 4: .layout, .maintain; 5: MaterializeSpec.merge
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _fingerprint: Optional[str] = None
 
@@ -53,10 +52,11 @@ def default_cache_dir() -> str:
 
 def parser_fingerprint() -> str:
     """What a cached parse depends on besides the file: this package's sources (by name,
-    size and modification time), sqlglot's version, Python's version, the cache format."""
+    size and modification time: a change to a spec class is a change to its source, so no
+    format number is kept by hand), sqlglot's version, Python's version."""
     global _fingerprint
     if _fingerprint is None:
-        digest = hashlib.sha256(f"{_FORMAT}|{metadata.version('sqlglot')}|{sys.version_info[:2]}".encode())
+        digest = hashlib.sha256(f"{metadata.version('sqlglot')}|{sys.version_info[:2]}".encode())
         for folder, dirs, files in sorted(os.walk(_PACKAGE_DIR)):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(f for f in files if f.endswith(".py")):

@@ -182,60 +182,16 @@ def slice_files(files: Sequence[FileRows], column: str, values: Sequence[str]) -
     return [f for f in files if f.partition_values[column] in wanted]
 
 
-#: Delta writes a timestamp's statistics in milliseconds, truncated: the column's true
-#: maximum may lie up to this many microseconds above the recorded one.
-_STATS_TRUNCATION_MICROS = 1000
 
-
-def timestamp_upper_bound(files: LakeFiles, table_path: str, version: int, columns: Sequence[str]) -> Optional[int]:
-    """A bound (UTC microseconds) no value of the TIMESTAMP ``columns`` of ``version`` exceeds,
-    from its checksum's file statistics (``maxValues``), without Spark; ``None`` when they
-    cannot say (no file list, a file without statistics for a column that holds values).
-
-    A deleted row's value may still count (a file's statistics are written once), so it is a
-    bound, not the maximum: a value above it is above every value.
+def checksum_file_statistics(checksum: Any) -> Optional[list[Optional[str]]]:
+    """The ``stats`` (JSON text, ``None`` for a file without) of every file a parsed checksum
+    lists; ``None`` when it lists none or not all of them (a table of many files).
 
     Example:
-        >>> stats = '{"numRecords": 2, "maxValues": {"v": "2026-01-01T00:00:00.123Z"}, "nullCount": {"v": 0}}'
-        >>> parse_timestamp_bound({"numFiles": 1, "tableSizeBytes": 1, "allFiles": [{"size": 1, "stats": stats}]}, ["v"])
-        1767225600124000
+        >>> checksum_file_statistics({"numFiles": 1, "allFiles": [{"stats": '{"numRecords": 1}'}]})
+        ['{"numRecords": 1}']
     """
-    try:
-        checksum = json.loads(files.read_bytes(checksum_path(files, table_path, version)))
-    except Exception:  # missing, unreadable, not JSON: ask Spark instead
-        return None
-    return parse_timestamp_bound(checksum, columns)
-
-
-def parse_timestamp_bound(checksum: Any, columns: Sequence[str]) -> Optional[int]:
-    """:func:`timestamp_upper_bound` of a parsed checksum."""
-    import datetime as dt
-
     adds = checksum.get("allFiles") if isinstance(checksum, dict) else None
     if not isinstance(adds, list) or checksum.get("numFiles") != len(adds):
         return None
-    bound: Optional[int] = None
-    for add in adds:
-        try:
-            stats = json.loads(add.get("stats") or "null") if isinstance(add, dict) else None
-        except ValueError:
-            return None
-        if not isinstance(stats, dict) or not _is_count(stats.get("numRecords")):
-            return None
-        highs, nulls = stats.get("maxValues") or {}, stats.get("nullCount") or {}
-        for column in columns:
-            high = highs.get(column) if isinstance(highs, dict) else None
-            if high is None:
-                if isinstance(nulls, dict) and nulls.get(column) == stats["numRecords"]:
-                    continue  # every value NULL
-                return None
-            try:
-                at = dt.datetime.fromisoformat(str(high))
-            except ValueError:
-                return None
-            if at.tzinfo is None:
-                return None  # not a TIMESTAMP's statistic
-            micros = (at - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
-            micros += _STATS_TRUNCATION_MICROS
-            bound = micros if bound is None else max(bound, micros)
-    return bound
+    return [add.get("stats") if isinstance(add, dict) and isinstance(add.get("stats"), str) else None for add in adds]

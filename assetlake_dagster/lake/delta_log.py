@@ -387,6 +387,44 @@ class DeltaLog:
             table_path=self.table_path,
         )
 
+    def added_file_statistics(self) -> Optional[list[Optional[str]]]:
+        """The ``stats`` (JSON text, ``None`` when a file has none) of every file added in the
+        latest checkpoint and in the commits after it, removed ones included; ``None`` when the
+        checkpoint holds only parsed statistics or cannot be read this way (a V2 checkpoint).
+
+        A superset of the live files: a bound over these statistics bounds the table.
+        """
+        stats: list[Optional[str]] = []
+        if self.checkpoint_version is not None:
+            import pyarrow as pa
+
+            for path in self._checkpoint_files():
+                if path.endswith(".json"):
+                    return None  # V2: its file actions live in sidecars
+                try:
+                    with self.files.parquet_file(path) as file:
+                        if "add" not in file.schema_arrow.names:
+                            continue
+                        adds = file.read(columns=["add"]).column("add").drop_null()
+                        if "stats" not in adds.type.names:
+                            return None  # parsed statistics only (writeStatsAsJson=false)
+                        stats.extend(adds.combine_chunks().field("stats").to_pylist())
+                except (OSError, pa.ArrowException) as exc:
+                    raise _unreadable(path, exc, self.table_path) from None
+        start = -1 if self.checkpoint_version is None else self.checkpoint_version
+        for version in range(start + 1, self.latest_version + 1):
+            lines, _ = self._lines(version)
+            for number, line in enumerate(lines, 1):
+                if '"add"' not in line:
+                    continue
+                try:
+                    add = json.loads(line).get("add")
+                except ValueError as exc:
+                    raise _damaged(self._commit_files[version], number, exc, self.table_path) from None
+                if isinstance(add, dict):
+                    stats.append(add.get("stats") if isinstance(add.get("stats"), str) else None)
+        return stats
+
     def _checkpoint_files(self) -> list[str]:
         # One complete checkpoint of the version: a single file (classic or V2) or every part
         # of a multi-part one (a writer that died may have left some parts of another).

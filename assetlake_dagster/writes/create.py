@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Optional
@@ -49,6 +50,10 @@ ALREADY_EXISTS = "TABLE_OR_VIEW_ALREADY_EXISTS"
 #: Optimized writes for a SQL command (the writer's ``optimizeWrite`` option).
 OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 _DELTA_PREFIX = "delta."
+#: How long a first write that finds another run's first write under way waits for its
+#: commit before writing anyway (then the declared layout follows in a commit of its own).
+FIRST_COMMIT_WAIT_S = 120.0
+_pause = time.sleep  # (tests watch the wait through it)
 
 
 def needs_create_statement(target: WriteTarget) -> bool:
@@ -97,10 +102,13 @@ def create_table(
     properties and clustering, in one stamped commit.
 
     ``CREATE TABLE`` finds a table wherever the folder has a ``_delta_log``, even one without
-    a commit: another run's first write that has not committed yet (two batches of a backfill
-    on a bucket), or a terminated one. Then the write is ``otherwise``, the strategy's own
-    DataFrame write, whose commit Delta's concurrency control orders against the other's (the
-    loser retries onto the table); the declared layout follows in a metadata-only commit.
+    a commit: another run's first write that has not committed yet (two batches of a backfill,
+    or a backfill and an eager run, writing one table's first partitions), or a terminated
+    one. Then this write waits for that first commit (up to :data:`FIRST_COMMIT_WAIT_S`) and
+    is ``otherwise``, the strategy's own DataFrame write, onto the table the other created
+    with its declared layout: each run stays one commit. Only when no first commit comes (a
+    terminated run's folder) does this write create the table bare, and the declared layout
+    follows in a metadata-only commit.
 
     Args:
         otherwise: the strategy's write without the declared layout.
@@ -117,6 +125,26 @@ def create_table(
     except Exception as exc:
         if ALREADY_EXISTS not in str(exc):
             raise
+        wait_for_first_commit(spark, target.path)
         otherwise()
     finally:
         spark.catalog.dropTempView(view)
+
+
+def wait_for_first_commit(spark: SparkSession, path: str, timeout: float = FIRST_COMMIT_WAIT_S) -> bool:
+    """Wait until the table at ``path`` has a version (another run's first write committed);
+    whether it has one within ``timeout`` seconds."""
+    from assetlake_dagster.lake.versions import current_version
+
+    def committed() -> bool:
+        try:
+            return current_version(spark, path) is not None
+        except Exception:  # noqa: BLE001 - a store's "not a table yet" is an answer too
+            return False
+
+    deadline = time.monotonic() + timeout
+    while not committed():
+        if time.monotonic() >= deadline:
+            return False
+        _pause(0.5)
+    return True

@@ -57,8 +57,7 @@ from assetlake_dagster.writes.base import (
 )
 from assetlake_dagster.writes.commit import WriteResult, WriteTarget, no_commit, result_from_history, stamped_session, table_lock
 from assetlake_dagster.writes.create import create_table, needs_create_statement
-from assetlake_dagster.lake.checksum import timestamp_upper_bound
-from assetlake_dagster.lake.files import LocalFiles
+from assetlake_dagster.lake.file_statistics import table_timestamp_bound
 from assetlake_dagster.lake.versions import current_version, reads_log_here
 from assetlake_dagster.writes.sql import (
     SOURCE_ALIAS,
@@ -481,11 +480,11 @@ class HistoryWrite(WriteStrategyBase):
         q = quote_identifier
         run_ts = self._run_timestamp(run_timestamp)
         # valid_to counts too: a closing delete stamps valid_to without opening a version.
-        # The version's file statistics bound both columns, read from its checksum without
-        # Spark: a timestamp above the bound is above every value, the common case.
+        # The version's file statistics bound both columns, read from its checksum or its log
+        # without Spark: a timestamp above the bound is above every value, the common case.
         if reads_log_here(target.path):
             version = current_version(spark, target.path)
-            bound = timestamp_upper_bound(LocalFiles(), target.path, version, [VALID_FROM, VALID_TO]) if version is not None else None
+            bound = table_timestamp_bound(target.path, version, [VALID_FROM, VALID_TO]) if version is not None else None
             if bound is not None and to_micros(run_ts) > bound:
                 return run_ts
         # Otherwise both columns of the whole table are read: Delta's metadata-only aggregates

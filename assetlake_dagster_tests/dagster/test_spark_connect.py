@@ -713,23 +713,33 @@ def test_a_merge_reads_its_upstreams_change_feed_over_spark_connect(remote, lake
     resource, session = remote
     path = os.path.join(os.path.realpath(lake_root), "raw", "orders")
     session.createDataFrame(
-        [(1, 1, "new", 2.0), (2, 2, "paid", 3.0)], "order_id INT, customer_id INT, status STRING, amount DOUBLE"
+        [(1, 1, "new", 2.0), (2, 2, "paid", 3.0), (4, 3, "new", 1.0), (5, 3, "new", 1.0)],
+        "order_id INT, customer_id INT, status STRING, amount DOUBLE",
     ).write.format("delta").option("delta.enableChangeDataFeed", "true").save(path)
     defs = build_definitions(os.path.join(PROJECTS, "change_feed"), spark=resource)
     instance = dg.DagsterInstance.ephemeral()
-    selection = ["staging/orders_clean", "mart/customer_totals"]
+    selection = ["staging/orders_clean", "mart/customer_totals", "staging/orders_open", "mart/repeat_customers"]
     run(defs, selection, instance)
-    session.sql(f"INSERT INTO delta.`{path}` VALUES (3, 2, 'new', 4.0)")
-    session.sql(f"UPDATE delta.`{path}` SET amount = 5.0 WHERE order_id = 1")
-    session.sql(f"DELETE FROM delta.`{path}` WHERE order_id = 2")
-    _, metadata = run(defs, selection, instance)
-    clean, totals = (metadata[s]["assetlake/read"].value for s in selection)
-    assert (clean["mode"], clean["rows_gained"], clean["rows_lost"]) == ("change_feed", 2, 2)
-    assert (totals["mode"], totals["groups"]) == ("change_feed", 2)
 
     def rows(table):
         return sorted(tuple(r) for r in session.read.format("delta").load(os.path.join(os.path.realpath(lake_root), *table.split("/"))).collect())
 
-    # A merge never deletes: order 2 keeps its row, as a full read's merge would leave it.
-    assert rows("staging/orders_clean") == [(1, 1, "NEW", 10.0), (2, 2, "PAID", 6.0), (3, 2, "NEW", 8.0)]
-    assert rows("mart/customer_totals") == [(1, 5.0, 1, "new"), (2, 4.0, 1, "new")]
+    assert rows("mart/repeat_customers") == [(3, 2.0, 2)]
+    session.sql(f"INSERT INTO delta.`{path}` VALUES (3, 2, 'new', 4.0)")
+    session.sql(f"UPDATE delta.`{path}` SET amount = 5.0 WHERE order_id = 1")
+    session.sql(f"DELETE FROM delta.`{path}` WHERE order_id IN (2, 5)")
+    _, metadata = run(defs, selection, instance)
+    clean, totals, opened, repeat = (metadata[s]["assetlake/read"].value for s in selection)
+    assert (clean["mode"], clean["rows_gained"], clean["rows_lost"]) == ("change_feed", 2, 3)
+    assert opened["mode"] == repeat["mode"] == "change_feed"
+    assert (totals["mode"], totals["groups"]) == ("change_feed", 3)
+
+    # A merge never deletes: orders 2 and 5 keep their rows, as a full read's merge would leave them.
+    assert rows("staging/orders_clean") == [
+        (1, 1, "NEW", 10.0), (2, 2, "PAID", 6.0), (3, 2, "NEW", 8.0), (4, 3, "NEW", 2.0), (5, 3, "NEW", 2.0)
+    ]
+    assert rows("mart/customer_totals") == [(1, 5.0, 1, "new"), (2, 4.0, 1, "new"), (3, 1.0, 1, "new")]
+    # deletes=delete, through the marked change set over Connect: the deleted orders' keys go,
+    # and customer 3, left with one order, leaves the repeat customers (HAVING count(*) > 1).
+    assert rows("staging/orders_open") == [(1, 1, "new", 5.0), (3, 2, "new", 4.0), (4, 3, "new", 1.0)]
+    assert rows("mart/repeat_customers") == []

@@ -107,3 +107,48 @@ def test_connect_sessions_create_nothing_for_a_lake_this_machine_does_not_hold(t
     with table_lock(_ConnectLikeSession(), str(remote / "s" / "t")):
         pass
     assert not (tmp_path / "server-side").exists()
+
+
+def test_a_first_write_that_finds_another_runs_create_under_way_waits_for_it(spark, lake_root, monkeypatch):
+    """Seen in CI's UI smoke: a backfill and an eager run wrote a partitioned table's first
+    partitions at once; each CREATE found the other's `_delta_log`, both wrote bare, and the
+    declared description followed in a metadata-only commit. Now the second waits for the
+    first's CREATE, which gives the table its description, and writes onto it."""
+    import threading
+
+    from assetlake_dagster.spec import PARTITION_COLUMN
+    from assetlake_dagster.writes import create as create_module
+
+    path = os.path.join(lake_root, "s", "parts")
+    os.makedirs(os.path.join(path, "_delta_log"))  # the other run's CREATE, under way
+    waiting = threading.Event()
+    real_pause = create_module._pause
+
+    def pause(seconds):
+        waiting.set()
+        real_pause(seconds)
+
+    monkeypatch.setattr(create_module, "_pause", pause)
+
+    def other_run():
+        waiting.wait(60)
+        os.rmdir(os.path.join(path, "_delta_log"))  # its CREATE lands: version 0, with the description
+        spark.sql(
+            f"CREATE TABLE delta.`{path}` USING delta PARTITIONED BY ({PARTITION_COLUMN}) COMMENT 'Declared.' "
+            f"AS SELECT 1 AS id, 'a' AS tier, 'p1' AS {PARTITION_COLUMN}"
+        )
+
+    other = threading.Thread(target=other_run)
+    other.start()
+    target = WriteTarget(
+        uri=TableUri("s", "parts"), path=path, strategy=WriteStrategy.REPLACE, stamp=CommitStamp("b", "s/parts"),
+        partitions=("p2",), comment="Declared.",
+    )
+    rows = spark.createDataFrame([(2, "b", "p2")], f"{SCHEMA}, {PARTITION_COLUMN} STRING")
+    result = strategy_for(WriteStrategy.REPLACE).write(spark, rows, target)
+    other.join(60)
+    assert waiting.is_set() and result.committed
+    assert _operations(spark, path) == ["CREATE TABLE AS SELECT", "WRITE"]  # no metadata-only commit
+    assert spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["description"] == "Declared."
+    rows = spark.sql(f"SELECT id, tier, {PARTITION_COLUMN} FROM delta.`{path}`").collect()
+    assert sorted(tuple(r) for r in rows) == [(1, "a", "p1"), (2, "b", "p2")]

@@ -143,37 +143,3 @@ def test_a_local_lake_is_read_here_only_when_the_driver_is_on_this_machine(tmp_p
     assert version_files_here(_connect_session("spark.example.com"), lake, path, 0) == (None, None)
     assert version_files_here(object(), lake, path, None)[1] is None  # no version: nothing to read
 
-
-def _timestamps(rows, highs, nulls=None):
-    return {"size": 1, "stats": json.dumps({"numRecords": rows, "maxValues": highs, "nullCount": nulls or {}})}
-
-
-def test_a_timestamp_bound_from_file_statistics_is_the_highest_plus_their_truncation():
-    from assetlake_dagster.lake.checksum import parse_timestamp_bound
-
-    checksum = {"numFiles": 2, "allFiles": [
-        _timestamps(3, {"valid_from": "2024-01-01T01:00:00.000Z", "valid_to": "2024-01-01T02:00:00.500+01:00"}),
-        # every valid_to NULL: it has no maximum and bounds nothing
-        _timestamps(2, {"valid_from": "2024-01-01T00:30:00.000Z"}, {"valid_to": 2}),
-    ]}
-    hour = 3600 * 1_000_000
-    start = 1704067200 * 1_000_000  # 2024-01-01T00:00Z
-    # 02:00:00.500+01:00 is 01:00:00.500Z; a millisecond is added for the statistics' truncation
-    assert parse_timestamp_bound(checksum, ["valid_from", "valid_to"]) == start + hour + 500_000 + 1000
-
-
-@pytest.mark.parametrize(
-    "checksum",
-    [
-        {"numFiles": 1, "allFiles": [_timestamps(2, {"valid_to": "2024-01-01T00:00:00.000Z"}, {"valid_from": 1})]},
-        {"numFiles": 1, "allFiles": [{"size": 1, "stats": json.dumps({"numRecords": 2})}]},
-        {"numFiles": 2, "allFiles": [_timestamps(1, {"valid_from": "2024-01-01T00:00:00.000Z"})]},
-        {"numFiles": 1, "allFiles": [_timestamps(1, {"valid_from": "2024-01-01T00:00:00"})]},  # no zone: not a TIMESTAMP
-        {"numFiles": 1},
-    ],
-    ids=["values-without-statistic", "no-statistics", "files-missing", "no-zone", "no-file-list"],
-)
-def test_statistics_that_cannot_bound_every_value_give_no_bound(checksum):
-    from assetlake_dagster.lake.checksum import parse_timestamp_bound
-
-    assert parse_timestamp_bound(checksum, ["valid_from", "valid_to"]) is None
