@@ -131,10 +131,12 @@ def create_table(
         spark.catalog.dropTempView(view)
 
 
-def wait_for_first_commit(spark: SparkSession, path: str, timeout: float = FIRST_COMMIT_WAIT_S) -> bool:
+def wait_for_first_commit(spark: SparkSession, path: str, timeout: Optional[float] = None) -> bool:
     """Wait until the table at ``path`` has a version (another run's first write committed);
-    whether it has one within ``timeout`` seconds."""
+    whether it has one within ``timeout`` seconds (default :data:`FIRST_COMMIT_WAIT_S`)."""
     from assetlake_dagster.lake.versions import current_version
+
+    timeout = FIRST_COMMIT_WAIT_S if timeout is None else timeout
 
     def committed() -> bool:
         try:

@@ -110,12 +110,18 @@ def test_every_run_is_at_most_one_commit_and_the_first_holds_the_declared_layout
 
 
 @pytest.mark.parametrize("partitioned", [False, True], ids=["whole", "partitioned"])
-def test_a_first_write_over_an_uncommitted_one_writes_and_then_describes_the_table(spark, lake_root, partitioned):
-    """A folder with a `_delta_log` but no commit yet (another run's first write on a bucket,
-    a terminated one) is "a table" to CREATE TABLE: the write goes through Delta's writer
-    instead, and the declared layout follows in a metadata-only commit. Seen in a backfill's
-    concurrent batches on a bucket: every retry of CREATE TABLE failed with
-    TABLE_OR_VIEW_ALREADY_EXISTS until the run did."""
+def test_a_first_write_over_an_uncommitted_one_writes_and_then_describes_the_table(
+    spark, lake_root, partitioned, monkeypatch
+):
+    """A folder with a `_delta_log` but no commit yet (a terminated run's first write) is "a
+    table" to CREATE TABLE: the write waits for a first commit that never comes, then goes
+    through Delta's writer, and the declared layout follows in a metadata-only commit. Seen in
+    a backfill's concurrent batches on a bucket: every retry of CREATE TABLE failed with
+    TABLE_OR_VIEW_ALREADY_EXISTS until the run did. (The wait, 120 s by default, is 1 s here;
+    a first commit that does come is `spark/test_first_write_race.py`.)"""
+    from assetlake_dagster.writes import create as create_module
+
+    monkeypatch.setattr(create_module, "FIRST_COMMIT_WAIT_S", 1.0)
     rows = {"value": [(1, "a"), (2, "b")]}
     strategies = [s for s in STRATEGIES if not (partitioned and s == "history")]
     assets = [_asset(s, True, partitioned, rows) for s in strategies]
