@@ -33,26 +33,22 @@ STATS_TRUNCATION_MICROS = 1000
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-def table_timestamp_bound(
-    table_path: str, version: int, columns: Sequence[str], files: Optional[LakeFiles] = None
-) -> Optional[int]:
-    """A bound (UTC microseconds) no value of the TIMESTAMP ``columns`` of the table's
-    ``version`` (its latest) exceeds; ``None`` when the statistics cannot say.
+def table_timestamp_bound(table_path: str, columns: Sequence[str], files: Optional[LakeFiles] = None) -> Optional[int]:
+    """A bound (UTC microseconds) no value of the TIMESTAMP ``columns`` of the table's latest
+    version exceeds; ``None`` when the statistics cannot say (or there is no table).
     """
     files = files or LocalFiles()
     try:
-        checksum = json.loads(files.read_bytes(checksum_path(files, table_path, version)))
-    except Exception:  # missing, unreadable, not JSON: the log then
-        checksum = None
-    stats = checksum_file_statistics(checksum)
-    if stats is None:
+        log = DeltaLog.open(table_path, files)  # listed once: the latest version, and the log if needed
         try:
-            log = DeltaLog.open(table_path, files)
-            if log.latest_version != version:
-                return None
+            checksum = json.loads(files.read_bytes(checksum_path(files, table_path, log.latest_version)))
+        except Exception:  # missing, unreadable, not JSON: the log then
+            checksum = None
+        stats = checksum_file_statistics(checksum)
+        if stats is None:
             stats = log.added_file_statistics()
-        except (AssetlakeError, OSError):
-            return None
+    except (AssetlakeError, OSError):
+        return None
     return timestamp_bound(stats, columns) if stats is not None else None
 
 

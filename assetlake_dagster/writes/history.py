@@ -483,8 +483,7 @@ class HistoryWrite(WriteStrategyBase):
         # The version's file statistics bound both columns, read from its checksum or its log
         # without Spark: a timestamp above the bound is above every value, the common case.
         if reads_log_here(target.path):
-            version = current_version(spark, target.path)
-            bound = table_timestamp_bound(target.path, version, [VALID_FROM, VALID_TO]) if version is not None else None
+            bound = table_timestamp_bound(target.path, [VALID_FROM, VALID_TO])
             if bound is not None and to_micros(run_ts) > bound:
                 return run_ts
         # Otherwise both columns of the whole table are read: Delta's metadata-only aggregates
