@@ -8,7 +8,8 @@ Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMA
     assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing] [--arg min_amount=10]
     assetlake restore delta://staging/orders --version 3
     assetlake check analytics/customers [--partition K]
-    assetlake engine start|status|stop [--lake-root DIR]
+    assetlake engine start|status|stop [--lake-root DIR] [--jdbc [PORT]]
+    assetlake jdbc [--port 10000]
 """
 
 import argparse
@@ -19,6 +20,7 @@ from typing import Optional
 
 from assetlake_dagster.errors import AssetlakeError, ConfigError, ProjectError
 from assetlake_dagster.project import load_project, parse_file
+from assetlake_dagster.spark.jdbc_endpoint import DEFAULT_JDBC_PORT, JDBC_PORT_ENV
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -282,8 +284,12 @@ def _engine(args: argparse.Namespace) -> int:
 
     from assetlake_dagster.resources import SparkDeltaResource
 
-    resource = SparkDeltaResource(lake_root=args.lake_root)
+    resource = SparkDeltaResource(
+        lake_root=args.lake_root, jdbc_port=args.jdbc, jdbc_host=args.jdbc_host, jdbc_allow_remote=args.allow_remote or None
+    )
     try:
+        if args.action != "start" and args.jdbc is not None:
+            raise ConfigError(f"--jdbc applies to `assetlake engine start`, not `{args.action}`.")
         mode = resource.resolved_mode()
         engine = resource.engine()
         if args.action == "start":
@@ -314,10 +320,27 @@ def _engine(args: argparse.Namespace) -> int:
         f"  master:       {state.master}\n"
         f"  started:      {started}\n"
         f"  idle timeout: {state.idle_timeout:.0f} s\n"
+        f"  catalog:      {state.catalog}\n"
+        f"  jdbc:         {state.jdbc.url if state.jdbc else 'none (assetlake jdbc, ASSETLAKE_JDBC_PORT)'}\n"
         f"  state:        {engine.state_path}\n"
         f"  log:          {state.log_path}"
     )
     return 0
+
+
+def _jdbc(args: argparse.Namespace) -> int:
+    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.spark.thrift_server import serve_jdbc
+
+    port = args.port if args.port is not None or os.environ.get(JDBC_PORT_ENV) else DEFAULT_JDBC_PORT
+    resource = SparkDeltaResource(
+        lake_root=args.lake_root, jdbc_port=port, jdbc_host=args.host, jdbc_allow_remote=args.allow_remote or None
+    )
+    try:
+        return serve_jdbc(resource, standalone=args.standalone)
+    except AssetlakeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -466,6 +489,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": _check,
     "catalog": _catalog,
     "engine": _engine,
+    "jdbc": _jdbc,
     "demo": _demo,
     "setup": _setup,
 }
@@ -615,6 +639,25 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     engine.add_argument("action", choices=("start", "status", "stop"))
     engine.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    engine.add_argument(
+        "--jdbc", type=int, nargs="?", const=DEFAULT_JDBC_PORT, default=None, metavar="PORT",
+        help=f"start: also serve JDBC on PORT (default {DEFAULT_JDBC_PORT}; needs ASSETLAKE_CATALOG=hive)",
+    )
+    _jdbc_address_arguments(engine, "--jdbc-host")
+    jdbc = commands.add_parser(
+        "jdbc",
+        help="serve the lake's tables to JDBC/ODBC clients (BI tools, beeline) beside the runs, until Ctrl-C",
+        description="Spark's Thrift JDBC server on the lake's Hive catalog (ASSETLAKE_CATALOG=hive), served by the "
+        "lake's warm engine from its own JVM, so that clients read the tables while runs write them: an engine is "
+        "started with it when none runs, and held until Ctrl-C. Every engine serves it when ASSETLAKE_JDBC_PORT is "
+        "set where runs start. --standalone (or a lake whose runs do not use the engine) runs a server of its own "
+        "instead, which needs the engine stopped. The server has no authentication of its own: it listens on "
+        "loopback unless --allow-remote.",
+    )
+    jdbc.add_argument("--port", type=int, default=None, help=f"the JDBC port (default: $ASSETLAKE_JDBC_PORT, else {DEFAULT_JDBC_PORT})")
+    _jdbc_address_arguments(jdbc, "--host")
+    jdbc.add_argument("--standalone", action="store_true", help="a server of its own, not the engine's (the engine must be stopped)")
+    jdbc.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     setup = commands.add_parser(
         "setup",
         help="fetch the Delta jars (and S3A's) and build the JVM archive, once per install",
@@ -640,6 +683,17 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", action="store_true", help="create the table with Jan-Feb if it does not exist")
     demo.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     return parser
+
+
+def _jdbc_address_arguments(parser: argparse.ArgumentParser, host_flag: str) -> None:
+    parser.add_argument(
+        host_flag, dest="jdbc_host" if host_flag == "--jdbc-host" else "host", default=None, metavar="HOST",
+        help="the JDBC server's address (default: $ASSETLAKE_JDBC_HOST, else 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--allow-remote", action="store_true",
+        help="allow an address other machines reach: the server has no authentication of its own",
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

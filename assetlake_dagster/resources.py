@@ -26,6 +26,7 @@ from assetlake_dagster.spec.names import SESSION_CATALOG_NAME
 from assetlake_dagster.lake.root import Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
+from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
 from assetlake_dagster.spark.install import CHANGE_DATA_FEED_CONF, DELETION_VECTORS_CONF, s3_jar_conf
 from assetlake_dagster.spark.sessions import (
     ENGINE_MODE,
@@ -54,7 +55,8 @@ class SparkDeltaResource(dg.ConfigurableResource):
     Unset fields fall back to the environment: ``ASSETLAKE_SPARK_REMOTE`` (a Spark Connect
     URL to use instead of the engine), ``ASSETLAKE_SPARK_MASTER`` (the master of the engine
     or of the in-process session), ``ASSETLAKE_SPARK_MODE`` (``engine`` or ``local``),
-    ``ASSETLAKE_ENGINE_IDLE_TIMEOUT`` (seconds), ``ASSETLAKE_LAKE_ROOT`` and ``ASSETLAKE_CATALOG``.
+    ``ASSETLAKE_ENGINE_IDLE_TIMEOUT`` (seconds), ``ASSETLAKE_LAKE_ROOT``, ``ASSETLAKE_CATALOG`` and
+    ``ASSETLAKE_JDBC_PORT`` (the engine also serves JDBC there).
 
     Example:
         >>> resource = SparkDeltaResource(lake_root="/tmp/lake", spark_conf={"spark.sql.shuffle.partitions": "4"})
@@ -146,6 +148,23 @@ class SparkDeltaResource(dg.ConfigurableResource):
         description="An external Hive metastore for catalog='hive' (thrift://host:9083); any number of "
         "drivers may use it. Default: $ASSETLAKE_HIVE_METASTORE_URIS, else the embedded metastore.",
     )
+    jdbc_port: Optional[int] = Field(
+        default=None,
+        description="Have the warm engine also serve Spark's Thrift JDBC/ODBC protocol on this port, from its own "
+        "JVM, so that BI tools, beeline and notebooks read the lake's tables while runs write them (needs "
+        "catalog='hive'; `assetlake jdbc` starts it by hand). Default: $ASSETLAKE_JDBC_PORT, else none.",
+    )
+    jdbc_host: Optional[str] = Field(
+        default=None,
+        description="The address the JDBC server listens on. Default: $ASSETLAKE_JDBC_HOST, else 127.0.0.1; "
+        "an address other machines reach needs jdbc_allow_remote.",
+    )
+    jdbc_allow_remote: Optional[bool] = Field(
+        default=None,
+        description="Let the JDBC server listen on an address other machines reach. It has no authentication "
+        "of its own: anyone who reaches it reads, changes and drops the lake's tables as you. "
+        "Default: $ASSETLAKE_JDBC_ALLOW_REMOTE, else off.",
+    )
 
     defer_to: Optional[str] = Field(
         default=None,
@@ -218,6 +237,19 @@ class SparkDeltaResource(dg.ConfigurableResource):
         names = {key[len(prefix):] for key in conf if key.startswith(prefix)}
         return frozenset({SESSION_CATALOG_NAME, *(name.lower() for name in names if name and "." not in name)})
 
+    def jdbc_endpoint(self) -> Optional[JdbcEndpoint]:
+        """Where the warm engine serves JDBC (``jdbc_port``, ``$ASSETLAKE_JDBC_PORT``), or ``None``.
+
+        Raises:
+            ConfigError: the port is not a port, or the host is not loopback without
+                ``jdbc_allow_remote``.
+
+        Example:
+            >>> SparkDeltaResource(lake_root="/tmp/lake", jdbc_port=10000).jdbc_endpoint().url
+            'jdbc:hive2://127.0.0.1:10000/default'
+        """
+        return JdbcEndpoint.resolve(self.jdbc_port, self.jdbc_host, self.jdbc_allow_remote)
+
     def s3_settings(self) -> S3Settings:
         """The S3 settings: these fields, else the standard AWS variables."""
         return S3Settings.from_env(endpoint=self.s3_endpoint, region=self.s3_region, path_style=self.s3_path_style)
@@ -280,6 +312,7 @@ class SparkDeltaResource(dg.ConfigurableResource):
             idle_timeout=self.engine_idle_timeout,
             app_name=self.app_name,
             local_refusal=refusal,
+            jdbc=self.jdbc_endpoint() if mode == ENGINE_MODE else None,
         )
 
     def get_session(self) -> "SparkSession":

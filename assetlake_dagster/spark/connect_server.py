@@ -172,7 +172,7 @@ def start_spark_server(
     The arguments are :func:`start_connect_server`'s; ``app_args`` follow the application
     and ``label`` names the server in messages.
     """
-    if not _port_is_free(host, port):
+    if not port_is_free(host, port):
         raise ConnectServerError(
             f"port {port} on {host} is already in use. Stop what listens there or choose "
             "another port (--port)."
@@ -209,7 +209,7 @@ def start_spark_server(
             raise ConnectServerError(f"could not run spark-submit: {exc}") from exc
         server = ConnectServer(host=host, port=port, log_path=log_path, process=process, label=label, _log=log)
         try:
-            _wait_until_listening(server, timeout)
+            wait_until_listening(server, timeout)
         except ConnectServerError as exc:
             server.stop()
             raise ConnectServerError(redact(str(exc), secret.values())) from None
@@ -306,7 +306,8 @@ def is_loopback(host: str) -> bool:
     return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
-def _port_is_free(host: str, port: int) -> bool:
+def port_is_free(host: str, port: int) -> bool:
+    """Whether ``port`` on ``host`` can be bound right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
@@ -315,23 +316,32 @@ def _port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def _wait_until_listening(server: ConnectServer, timeout: float) -> None:
+def wait_until_listening(server: ConnectServer, timeout: float, address: Optional[tuple[str, int]] = None) -> None:
+    """Wait until the server accepts connections on its port (or at ``address``, another
+    one it opens), failing as soon as its process exits.
+
+    Raises:
+        ConnectServerError: the process exited first, or ``timeout`` seconds passed; the
+            message ends with the log tail.
+    """
+    host, port = address or (server.host, server.port)
+    dial = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     deadline = time.monotonic() + timeout
     while True:
         code = server.process.poll()
         if code is not None:
             raise ConnectServerError(
                 f"the {server.label} exited with code {code} before listening on "
-                f"{server.host}:{server.port}. Log tail ({server.log_path}):\n{server.log_tail()}"
+                f"{host}:{port}. Log tail ({server.log_path}):\n{server.log_tail()}"
             )
         try:
-            with socket.create_connection((server.host, server.port), timeout=1.0):
+            with socket.create_connection((dial, port), timeout=1.0):
                 return
         except OSError:
             pass
         if time.monotonic() > deadline:
             raise ConnectServerError(
-                f"the {server.label} did not listen on {server.host}:{server.port} "
+                f"the {server.label} did not listen on {host}:{port} "
                 f"within {timeout:.0f} s. Log tail ({server.log_path}):\n{server.log_tail()}"
             )
         time.sleep(0.25)

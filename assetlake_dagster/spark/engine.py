@@ -31,6 +31,8 @@ that user's files: it is a personal engine, not a multi-user service. Clients di
 holds every address that name resolves to, so no other local process can take the token
 (:mod:`assetlake_dagster.spark.loopback`). Secret settings of ``spark_conf`` reach the engine
 through a private file, never a command line (:mod:`assetlake_dagster.spark.secret_settings`).
+Asked to (``ASSETLAKE_JDBC_PORT``, ``assetlake jdbc``), the engine's JVM also serves Spark's
+Thrift JDBC protocol, which has no authentication: that port is open to every local user.
 """
 
 import atexit
@@ -49,9 +51,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from assetlake_dagster.errors import AssetlakeError
-from assetlake_dagster.lake.catalog import CATALOG_IMPLEMENTATION_CONF, IMPLEMENTATIONS, SESSION_CATALOG
+from assetlake_dagster.lake.catalog import CATALOG_IMPLEMENTATION_CONF, HIVE_CATALOG, IMPLEMENTATIONS, SESSION_CATALOG
 from assetlake_dagster.lake.identity import canonical_lake_root, lake_key
 from assetlake_dagster.lake.storage import url_scheme
+from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
 from assetlake_dagster.spark.loopback import unguarded_addresses
 from assetlake_dagster.spark.secret_settings import redact, split_secret_settings, write_private_file
 
@@ -95,6 +98,8 @@ class EngineState:
         started_at: UNIX time the engine was started.
         idle_timeout: seconds without users before it stops itself.
         catalog: its ``spark.sql.catalogImplementation`` (``in-memory`` or ``hive``).
+        jdbc_host: where its Thrift JDBC server listens, when it serves one.
+        jdbc_port: that server's port.
     """
 
     host: str
@@ -107,6 +112,15 @@ class EngineState:
     started_at: float
     idle_timeout: float
     catalog: str = DEFAULT_CATALOG_IMPLEMENTATION
+    jdbc_host: Optional[str] = None
+    jdbc_port: Optional[int] = None
+
+    @property
+    def jdbc(self) -> Optional[JdbcEndpoint]:
+        """Its Thrift JDBC server, or ``None`` when it serves Spark Connect only."""
+        if self.jdbc_port is None:
+            return None
+        return JdbcEndpoint(self.jdbc_port, self.jdbc_host or "127.0.0.1")
 
     @property
     def url(self) -> str:
@@ -186,12 +200,16 @@ class WarmEngine:
         warehouse_dir: Optional[str] = None,
         log: Any = None,
         health_timeout: Optional[float] = None,
+        jdbc: Optional[JdbcEndpoint] = None,
     ):
         self.state_dir = os.path.abspath(state_dir)
         self.master = master
         self.idle_timeout = default_idle_timeout() if idle_timeout is None else float(idle_timeout)
         self.spark_conf = dict(spark_conf or {})
         self.warehouse_dir = warehouse_dir
+        #: Also serve Spark's Thrift JDBC protocol here (from the same JVM, so that the
+        #: embedded Hive metastore serves runs and JDBC clients at once).
+        self.jdbc = jdbc
         self._log = log
         self.health_timeout = float(os.environ.get(HEALTH_TIMEOUT_ENV) or HEALTH_TIMEOUT_S) if health_timeout is None else health_timeout
 
@@ -246,8 +264,15 @@ class WarmEngine:
 
         Raises:
             EngineError: the engine could not be started (the message ends with its log
-                tail) or runs with another master than asked for.
+                tail), runs with another master, catalog or JDBC server than asked for, or
+                JDBC is asked for without the Hive catalog.
         """
+        if self.jdbc is not None and self.catalog != IMPLEMENTATIONS[HIVE_CATALOG]:
+            raise EngineError(
+                "a JDBC server lists the tables of the lake's Hive metastore, and this lake registers them in the "
+                "in-memory session catalog, which no JDBC client would see. Set ASSETLAKE_CATALOG=hive (and run "
+                "`assetlake catalog sync` once)."
+            )
         os.makedirs(self.state_dir, exist_ok=True)
         with self.locked():
             state = self.read_state()
@@ -266,6 +291,7 @@ class WarmEngine:
                             f"registers tables in the {state.catalog!r} catalog, not {self.catalog!r} "
                             "(ASSETLAKE_CATALOG). Stop it with `assetlake engine stop` to start one with the new catalog."
                         )
+                    self._check_jdbc(state)
                     self.hold_lease()
                     return state
                 self._say(f"assetlake: replacing the warm Spark engine at {state.display_url}: {problem}.")
@@ -306,7 +332,22 @@ class WarmEngine:
         finally:
             os.close(fd)  # closing releases the lock
 
+    def accepts(self, state: EngineState) -> bool:
+        """Whether a running engine serves what this one asks for (JDBC, when asked)."""
+        return self.jdbc is None or state.jdbc == self.jdbc
+
     # -- internals ---------------------------------------------------------------------
+    def _check_jdbc(self, state: EngineState) -> None:
+        if self.accepts(state):
+            return
+        serves = f"serves JDBC at {state.jdbc.url}" if state.jdbc else "serves no JDBC"
+        raise EngineError(
+            f"the warm engine of this lake ({state.display_url}, pid {state.supervisor_pid}) {serves}, and "
+            f"{self.jdbc.url} was asked for (ASSETLAKE_JDBC_PORT, --jdbc). A running engine cannot add it: once no "
+            "run uses the engine, stop it (`assetlake engine stop`) and start it again with JDBC "
+            "(`assetlake jdbc`); to have every engine serve it, set ASSETLAKE_JDBC_PORT where runs start."
+        )
+
     def _problem(self, state: EngineState) -> Optional[str]:
         """Why a recorded engine cannot be used, or ``None`` when it answers."""
         if not is_supervisor(state.supervisor_pid):
@@ -358,6 +399,8 @@ class WarmEngine:
         ]
         if self.warehouse_dir:
             command += ["--warehouse-dir", self.warehouse_dir]
+        if self.jdbc is not None:
+            command += ["--jdbc-port", str(self.jdbc.port), "--jdbc-host", self.jdbc.host]
         public, secret = split_secret_settings(self.spark_conf)
         for key, value in public.items():
             command += ["--conf", f"{key}={value}"]
@@ -381,7 +424,8 @@ class WarmEngine:
             code = process.poll()
             state = self.read_state()
             if state is not None and state.supervisor_pid == process.pid:
-                self._say(f"assetlake: warm Spark engine ready at {state.display_url} in {time.time() - started:.1f} s")
+                jdbc = f", JDBC at {state.jdbc.url}" if state.jdbc else ""
+                self._say(f"assetlake: warm Spark engine ready at {state.display_url}{jdbc} in {time.time() - started:.1f} s")
                 return state
             if code is not None:
                 _remove_quietly(secret_file)

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Optional
 
+from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
 from assetlake_dagster.spark.engine import CATALOG_IMPLEMENTATION_CONF, DEFAULT_CATALOG_IMPLEMENTATION, DEFAULT_IDLE_TIMEOUT_S, HOST, START_TIMEOUT_S, SUPERVISOR_MODULE, EngineState, WarmEngine, pid_alive, process_start
 
 #: Settings of the shared engine on top of the embedded defaults: several runs share it.
@@ -50,10 +51,16 @@ def serve(
     spark_conf: Mapping[str, str],
     warehouse_dir: Optional[str],
     poll_s: float = 1.0,
+    jdbc: Optional[JdbcEndpoint] = None,
 ) -> int:
-    """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies."""
-    from assetlake_dagster.spark.connect_server import ConnectServerError, free_port, start_connect_server
+    """Run the engine until it is idle for ``idle_timeout`` s, stopped, or its JVM dies.
+
+    With ``jdbc``, the same JVM also serves Spark's Thrift JDBC protocol there
+    (:func:`~assetlake_dagster.spark.thrift_server.start_connect_and_jdbc_server`).
+    """
+    from assetlake_dagster.spark.connect_server import ConnectServerError, free_port, port_is_free, start_connect_server
     from assetlake_dagster.spark.loopback import LoopbackGuard, LoopbackGuardError
+    from assetlake_dagster.spark.thrift_server import start_connect_and_jdbc_server
 
     engine = WarmEngine(state_dir, master=master, idle_timeout=idle_timeout)
     stopping = threading.Event()
@@ -75,6 +82,14 @@ def serve(
         with open(log4j, "w", encoding="utf-8") as f:
             f.write(_LOG4J)
         conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j} {java_options}".strip()
+    if jdbc is not None:
+        if not port_is_free(jdbc.host, jdbc.port):
+            print(f"[assetlake engine] the JDBC port {jdbc.port} on {jdbc.host} is already in use: stop what listens "
+                  "there or choose another port (ASSETLAKE_JDBC_PORT, --port).", flush=True)
+            return 1
+        warning = jdbc.no_auth_warning()
+        if warning:
+            print(f"[assetlake engine] {warning}", flush=True)
     server = guard = None
     for attempt in range(3):  # the free port may be taken between choosing and binding it
         port = free_port(HOST)
@@ -82,10 +97,12 @@ def serve(
             # Held before the server starts: no other process may listen on [::1]:port,
             # where a client dialling localhost would send its token.
             guard = LoopbackGuard.hold(port, bound=HOST)
-            server = start_connect_server(
-                port, host=HOST, master=master, spark_conf=conf, warehouse_dir=warehouse_dir,
-                log_path=engine.log_path, timeout=START_TIMEOUT_S, pass_fds=guard.fds,
-            )
+            launch = dict(host=HOST, master=master, spark_conf=conf, warehouse_dir=warehouse_dir,
+                          log_path=engine.log_path, timeout=START_TIMEOUT_S, pass_fds=guard.fds)
+            if jdbc is None:
+                server = start_connect_server(port, **launch)
+            else:
+                server = start_connect_and_jdbc_server(port, jdbc, **launch)
             break
         except LoopbackGuardError as exc:
             print(f"[assetlake engine] {exc}", flush=True)
@@ -103,9 +120,11 @@ def serve(
         host=HOST, port=server.port, token=token, supervisor_pid=os.getpid(), server_pid=server.process.pid,
         master=master, log_path=engine.log_path, started_at=time.time(), idle_timeout=idle_timeout,
         catalog=conf.get(CATALOG_IMPLEMENTATION_CONF, DEFAULT_CATALOG_IMPLEMENTATION),
+        jdbc_host=jdbc.host if jdbc else None, jdbc_port=jdbc.port if jdbc else None,
     )
     _write_state(engine.state_path, state)
-    print(f"[assetlake engine] ready at {state.display_url} (pid {os.getpid()}, server pid {state.server_pid}, "
+    serves_jdbc = f", JDBC at {jdbc.url}" if jdbc else ""
+    print(f"[assetlake engine] ready at {state.display_url}{serves_jdbc} (pid {os.getpid()}, server pid {state.server_pid}, "
           f"idle timeout {idle_timeout:.0f} s)", flush=True)
     reason = "stopped"
     last_used = time.time()
@@ -241,6 +260,8 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.server.name = org.apache.spark.sql.connect.service.SparkConnectServer
 logger.server.level = info
+logger.thrift.name = org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+logger.thrift.level = info
 """
 
 
@@ -262,6 +283,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--warehouse-dir")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--secret-conf", metavar="FILE", help="a JSON object of secret settings; removed once read")
+    run.add_argument("--jdbc-port", type=int, help="also serve Spark's Thrift JDBC protocol on this port")
+    run.add_argument("--jdbc-host", default="127.0.0.1", help="the JDBC server's address (checked by the client)")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
     if args.secret_conf:
@@ -269,6 +292,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return serve(
         args.state_dir, master=args.master, idle_timeout=args.idle_timeout, spark_conf=conf,
         warehouse_dir=args.warehouse_dir,
+        jdbc=JdbcEndpoint(args.jdbc_port, args.jdbc_host) if args.jdbc_port else None,
     )
 
 

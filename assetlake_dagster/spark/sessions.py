@@ -22,6 +22,7 @@ from assetlake_dagster.spark.engine import (
     new_engine_session,
     record_session,
 )
+from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
 from assetlake_dagster.spark.secret_settings import redact_url
 from assetlake_dagster.spark.session import (
     apply_session_conf,
@@ -92,6 +93,7 @@ class SessionSource:
         app_name: the in-process session's application name.
         local_refusal: why no in-process driver may start for this lake (the message of
             the :class:`~assetlake_dagster.errors.ConfigError` raised then), if so.
+        jdbc: where the warm engine also serves JDBC, when asked to.
     """
 
     mode: str
@@ -105,6 +107,7 @@ class SessionSource:
     idle_timeout: Optional[float] = None
     app_name: str = "assetlake"
     local_refusal: Optional[str] = None
+    jdbc: Optional[JdbcEndpoint] = None
 
     def get_session(self) -> SparkSession:
         """This process's shared session (created on first use, then reused)."""
@@ -139,6 +142,7 @@ class SessionSource:
             idle_timeout=self.idle_timeout,
             spark_conf=dict(self.server_conf),
             warehouse_dir=self.warehouse_dir,
+            jdbc=self.jdbc,
         )
 
     def engine_state(self) -> EngineState:
@@ -150,7 +154,8 @@ class SessionSource:
             known = _engines.get(engine.state_dir)
             # Cheap path for a process that already checked this engine: same state file,
             # supervisor alive. A new or changed engine is probed (ensure).
-            if known is not None and engine.read_state() == known and is_supervisor(known.supervisor_pid):
+            if (known is not None and engine.read_state() == known and engine.accepts(known)
+                    and is_supervisor(known.supervisor_pid)):
                 engine.hold_lease()
                 return known
             state = engine.ensure()

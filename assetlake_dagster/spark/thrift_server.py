@@ -2,12 +2,18 @@
 
 PySpark ships the Thrift server (``spark-hive-thriftserver``) and Hive's ``beeline``: with
 the Delta jars and the lake's Hive metastore settings, any JDBC client (``beeline``, BI
-tools, DBeaver) lists and reads the tables assetlake registered. An embedded metastore is
-open in one JVM at a time, so stop the lake's engine first (``assetlake engine stop``).
+tools, DBeaver) lists and reads the tables assetlake registered.
+
+Two ways to run it. An embedded metastore is open in one JVM at a time, so beside the
+pipelines it runs inside the warm engine's JVM: :func:`start_connect_and_jdbc_server`
+starts the Thrift server application with Spark Connect as its plugin, and one Spark
+driver serves runs and JDBC clients from one catalog (``assetlake jdbc``,
+``ASSETLAKE_JDBC_PORT``). :func:`start_thrift_server` is the standalone server, for a lake
+whose runs do not use the warm engine; the engine must then be stopped.
 
 From a shell (runs until Ctrl-C; loopback only)::
 
-    ASSETLAKE_CATALOG=hive python -m assetlake_dagster.spark.thrift_server --port 10000
+    ASSETLAKE_CATALOG=hive assetlake jdbc --port 10000
     beeline -u jdbc:hive2://127.0.0.1:10000/default -e 'SHOW TABLES IN analytics'
 
 Example:
@@ -21,19 +27,80 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.errors import AssetlakeError, ConfigError
 from assetlake_dagster.lake.catalog import HIVE_CATALOG
-from assetlake_dagster.spark.connect_server import DEFAULT_HOST, ConnectServer, serve_until_stopped, start_spark_server
+from assetlake_dagster.spark.connect_server import (
+    DEFAULT_HOST,
+    ConnectServer,
+    ConnectServerError,
+    port_is_free,
+    serve_until_stopped,
+    start_spark_server,
+    wait_until_listening,
+)
 from assetlake_dagster.spark.install import pyspark_home
+from assetlake_dagster.spark.jdbc_endpoint import DEFAULT_JDBC_PORT, JdbcEndpoint
 
 if TYPE_CHECKING:
     from assetlake_dagster.resources import SparkDeltaResource
 
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-DEFAULT_THRIFT_PORT = 10000
+#: Spark Connect as a plugin of another Spark application (shipped in PySpark's jars).
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+PLUGINS_CONF = "spark.plugins"
+DEFAULT_THRIFT_PORT = DEFAULT_JDBC_PORT
+
+
+def start_connect_and_jdbc_server(
+    port: int,
+    jdbc: JdbcEndpoint,
+    *,
+    host: str = DEFAULT_HOST,
+    master: str = "local[*]",
+    spark_conf: Optional[Mapping[str, str]] = None,
+    warehouse_dir: Optional[str] = None,
+    log_path: Optional[str] = None,
+    timeout: float = 180.0,
+    pass_fds: Sequence[int] = (),
+) -> ConnectServer:
+    """One Spark driver serving Spark Connect on ``host:port`` and JDBC at ``jdbc``.
+
+    The application is Spark's Thrift server, with Spark Connect as its plugin: both
+    protocols share one SparkContext and one catalog, so an embedded Hive metastore (one
+    JVM at a time) serves runs and JDBC clients at once. The arguments are
+    :func:`~assetlake_dagster.spark.connect_server.start_connect_server`'s; it returns once
+    both ports accept connections.
+
+    Raises:
+        ConnectServerError: a port is taken, or the server exited or did not listen in time.
+
+    Example:
+        >>> with start_connect_and_jdbc_server(15002, JdbcEndpoint(10000), spark_conf=hive_conf) as server:  # doctest: +SKIP
+        ...     resource = SparkDeltaResource(remote=server.url, catalog="hive")
+    """
+    if not port_is_free(jdbc.host, jdbc.port):
+        raise ConnectServerError(
+            f"the JDBC port {jdbc.port} on {jdbc.host} is already in use. Stop what listens there or choose another "
+            "port (ASSETLAKE_JDBC_PORT, --port)."
+        )
+    conf = dict(spark_conf or {})
+    plugins = [name for name in conf.get(PLUGINS_CONF, "").split(",") if name.strip()]
+    conf[PLUGINS_CONF] = ",".join([*plugins, CONNECT_PLUGIN] if CONNECT_PLUGIN not in plugins else plugins)
+    server = start_spark_server(
+        port, host=host, master=master, spark_conf=conf, warehouse_dir=warehouse_dir, log_path=log_path,
+        timeout=timeout, main_class=THRIFT_SERVER_CLASS, app_args=jdbc.hiveconf_args(),
+        label="Spark Connect and Thrift JDBC server", pass_fds=pass_fds,
+    )
+    try:
+        # Spark Connect listens once the SparkContext is up; the Thrift service a few seconds later.
+        wait_until_listening(server, timeout, address=(jdbc.host, jdbc.port))
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 def start_thrift_server(
@@ -62,8 +129,6 @@ def start_thrift_server(
             f"the lake's warm engine holds the embedded Hive metastore ({catalog.metastore_dir}), which one "
             "JVM can open at a time. Stop it first: `assetlake engine stop`."
         )
-    hiveconf = {"hive.server2.thrift.port": str(port), "hive.server2.thrift.bind.host": host}
-    args = [item for key, value in hiveconf.items() for item in ("--hiveconf", f"{key}={value}")]
     return start_spark_server(
         port,
         host=host,
@@ -72,7 +137,7 @@ def start_thrift_server(
         warehouse_dir=resource.lake.warehouse_dir,
         log_path=log_path,
         main_class=THRIFT_SERVER_CLASS,
-        app_args=args,
+        app_args=JdbcEndpoint(port, host).hiveconf_args(),
         label="Spark Thrift JDBC server",
     )
 
@@ -87,24 +152,55 @@ def beeline_path() -> str:
     return os.path.join(pyspark_home(), "bin", "beeline")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m assetlake_dagster.spark.thrift_server``: serve the lake over JDBC until Ctrl-C."""
-    from assetlake_dagster.resources import SparkDeltaResource
+def serve_jdbc(resource: SparkDeltaResource, *, standalone: bool = False, out=sys.stdout) -> int:
+    """``assetlake jdbc``: serve the lake over JDBC until Ctrl-C; returns the exit code.
 
-    parser = argparse.ArgumentParser(
-        prog="python -m assetlake_dagster.spark.thrift_server",
-        description="Run Spark's Thrift JDBC server on the lake's Hive metastore (ASSETLAKE_CATALOG=hive).",
+    On the warm engine (the default mode), the engine serves it from its own JVM: an engine
+    is started with JDBC when none runs, and this command holds it (a lease) until Ctrl-C,
+    so that it does not stop for idleness while clients read; afterwards it stops after its
+    idle timeout as usual. With ``standalone`` (or a lake whose runs use another mode), a
+    server of its own runs in the foreground.
+
+    Raises:
+        ConfigError: no Hive catalog, a non-loopback host without ``jdbc_allow_remote``, or
+            a standalone server while the engine holds the embedded metastore.
+        EngineError: the running engine serves no JDBC (or another port).
+    """
+    import signal
+    import time
+
+    from assetlake_dagster.spark.engine import is_supervisor
+
+    endpoint = resource.jdbc_endpoint()
+    if endpoint is None:
+        raise ConfigError(f"no JDBC port given. Pass --port {DEFAULT_JDBC_PORT} (or set ASSETLAKE_JDBC_PORT).")
+    if standalone or resource.resolved_mode() != "engine":
+        server = start_thrift_server(resource, endpoint.port, host=endpoint.host)
+        return serve_until_stopped(server, f"Spark Thrift JDBC server at {jdbc_url(server)}")
+    state = resource.engine_state()
+    warning = endpoint.no_auth_warning()
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    print(
+        f"JDBC at {endpoint.url}, served by the lake's warm engine {state.display_url} beside the runs (log: "
+        f"{state.log_path}). Ctrl-C stops holding it; it then stops after {state.idle_timeout:.0f} s without users.",
+        file=out, flush=True,
     )
-    parser.add_argument("--port", type=int, default=DEFAULT_THRIFT_PORT, help=f"port (default {DEFAULT_THRIFT_PORT})")
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"listen address (default {DEFAULT_HOST})")
-    parser.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
-    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        server = start_thrift_server(SparkDeltaResource(lake_root=args.lake_root), args.port, host=args.host)
-    except AssetlakeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return serve_until_stopped(server, f"Spark Thrift JDBC server at {jdbc_url(server)}")
+        while is_supervisor(state.supervisor_pid):
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+    print(f"the warm engine stopped (see {state.log_path})", file=sys.stderr, flush=True)
+    return 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m assetlake_dagster.spark.thrift_server``: ``assetlake jdbc --standalone``."""
+    from assetlake_dagster.cli import main as cli_main
+
+    return cli_main(["jdbc", "--standalone", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

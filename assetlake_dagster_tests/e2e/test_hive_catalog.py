@@ -7,9 +7,13 @@ One lake and its embedded Hive metastore, in order:
 2. a table committed without its registration (a run killed in between) is registered by
    ``assetlake catalog sync``; a name pointing at another location is refused, not re-pointed;
    an engine on the other catalog is refused;
-3. after ``assetlake engine stop``: Spark's own Thrift JDBC server on loopback, and Hive's
+3. the engine also serves JDBC (``ASSETLAKE_JDBC_PORT`` where the runs start; ``assetlake jdbc``
+   holds it): a client that is not ours (impyla, over the HiveServer2 protocol) reads a table in
+   a loop while a ``dagster asset materialize`` run merges into it, and sees the version before
+   the run's commit, then the one after, never a mix; ``beeline`` lists the tables;
+4. after ``assetlake engine stop``: the standalone Thrift JDBC server on loopback, and Hive's
    ``beeline``, list the tables and read them with their comments and the ``_current`` view;
-4. a fresh PySpark process with only the metastore configured sees the same.
+5. a fresh PySpark process with only the metastore configured sees the same.
 """
 
 import json
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -50,6 +55,13 @@ FILES = {
 
         SELECT id, name, tier FROM raw.customers
         """,
+    # Every run rewrites every row's `round` in one merge: a reader sees one round, never two.
+    "wide.sql": """\
+        -- materialize delta://mart/wide key=id
+        -- $round (int) = 1
+
+        SELECT id, :round AS round, repeat('x', 100) AS pad FROM range(0, 200000)
+        """,
     # Never run here: its table is written by hand, as a run killed after its commit leaves it.
     "late.sql": """\
         -- materialize delta://raw/late
@@ -69,6 +81,7 @@ def lake(tmp_path_factory):
     engine_dir = str(folder / "engine")
     env = cli_env(
         ASSETLAKE_CATALOG="hive",
+        ASSETLAKE_JDBC_PORT=str(free_port()),  # the engine the first run starts serves JDBC too
         ASSETLAKE_ENGINE_DIR=engine_dir,
         ASSETLAKE_LAKE_ROOT=str(folder / "lake"),
         ASSETLAKE_PROJECT_DIR=str(project),
@@ -185,6 +198,102 @@ def test_sync_registers_a_table_committed_without_its_registration_and_never_re_
     # The engine of this lake runs the Hive catalog: asking it for the session catalog is refused.
     with pytest.raises(EngineError, match="registers tables in the 'hive' catalog, not 'in-memory'"):
         WarmEngine(lake["ASSETLAKE_ENGINE_DIR"], master="local[*]").ensure()
+
+
+WIDE_ROWS = 200000
+READ_WIDE = "SELECT count(*), min(round), max(round) FROM mart.wide"
+
+
+def _read_until(cursor, stop, reads):
+    """Read ``mart.wide`` back to back until ``stop`` is set: (started, ended, row) each."""
+    while not stop.is_set():
+        started = time.time()
+        cursor.execute(READ_WIDE)
+        reads.append((started, time.time(), tuple(cursor.fetchall()[0])))
+
+
+def _commit_window(table_path, version):
+    """When commit ``version`` of a Delta table ran (epoch seconds): from its MERGE's start to its commit."""
+    with open(os.path.join(table_path, "_delta_log", f"{version:020d}.json"), encoding="utf-8") as f:
+        info = next(json.loads(line)["commitInfo"] for line in f if line.startswith('{"commitInfo"'))
+    assert info["operation"] == "MERGE", info
+    committed = info["timestamp"] / 1000
+    return committed - int(info["operationMetrics"]["executionTimeMs"]) / 1000, committed
+
+
+def test_a_jdbc_client_reads_a_table_while_a_run_merges_into_it(lake):
+    from impala.dbapi import connect
+
+    from assetlake_dagster.spark.thrift_server import beeline_path
+
+    port = int(lake["ASSETLAKE_JDBC_PORT"])
+    wide = os.path.join(lake["ASSETLAKE_LAKE_ROOT"], "mart", "wide")
+    _materialize_at_once(lake, "mart/wide")  # round 1 (the engine runs already, with JDBC)
+    status = _run(lake, ASSETLAKE, "engine", "status")
+    assert f"jdbc:         jdbc:hive2://127.0.0.1:{port}/default" in status, status
+    # As docs/catalog.md runs it: `assetlake jdbc` finds the engine serving JDBC and holds it until stopped.
+    holder = subprocess.Popen([ASSETLAKE, "jdbc"], env=lake, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = holder.stdout.readline()
+        assert banner.startswith(f"JDBC at jdbc:hive2://127.0.0.1:{port}/default, served by the lake's warm engine"), (
+            banner + holder.stderr.read() if holder.poll() is not None else banner
+        )
+        # Closed here, not left to the cursor's __del__ (network calls from whatever garbage
+        # collection comes): left to it, this module run alone ended twice in CPython 3.11.7's
+        # "AST constructor recursion depth mismatch" as pytest compiled a module afterwards.
+        connection = connect(host="127.0.0.1", port=port, auth_mechanism="PLAIN", user="bi", password="any")
+        cursor = connection.cursor()
+        stop, reads = threading.Event(), []
+        reader = threading.Thread(target=_read_until, args=(cursor, stop, reads))
+        reader.start()
+        try:
+            while not reads:  # the reader is under way before the run starts
+                time.sleep(0.1)
+            second = json.dumps({"ops": {"sql__mart__wide": {"config": {"round": 2}}}})
+            _run({**lake, "DAGSTER_HOME": os.path.join(lake["DAGSTER_HOME"], "run-0")}, DAGSTER, "asset", "materialize",
+                 "-m", "assetlake_dagster.definitions", "--select", "mart/wide", "--config-json", second)
+            settled = len(reads)
+            while len(reads) < settled + 2:
+                time.sleep(0.1)
+        finally:
+            stop.set()
+            reader.join(timeout=300)
+        cursor.execute("SHOW TABLES IN mart")
+        tables = cursor.fetchall()
+        cursor.close()
+        connection.close()
+        assert ("mart", "wide", False) in tables
+    finally:
+        holder.terminate()
+        assert holder.wait(timeout=60) == 0, holder.stderr.read()
+
+    rows = [row for _, _, row in reads]
+    before, after = (WIDE_ROWS, 1, 1), (WIDE_ROWS, 2, 2)
+    assert set(rows) <= {before, after}, f"a read saw neither whole version: {sorted(set(rows) - {before, after})}"
+    flipped = rows.index(after)
+    assert rows[:flipped] == [before] * flipped and rows[flipped:] == [after] * (len(rows) - flipped), rows
+    merge_started, committed = _commit_window(wide, 1)
+    during = [read for read in reads if read[0] < committed and read[1] > merge_started]
+    assert during, f"no read overlapped the merge ({merge_started:.3f}..{committed:.3f}): {reads}"
+    assert all(row == before for started, ended, row in reads if ended < committed)
+    assert all(row == after for started, ended, row in reads if started > committed + 1)
+
+    # A JDBC driver proper (Hive's, in beeline) lists the same tables from the engine.
+    client = subprocess.run(
+        [beeline_path(), "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", "reader", "--silent=true",
+         "--outputformat=tsv2", "-e", "SHOW TABLES IN mart; SELECT count(*) FROM mart.wide WHERE round = 2;"],
+        env=lake, capture_output=True, text=True, timeout=300,
+    )
+    assert client.returncode == 0, client.stderr[-3000:]
+    lines = [line.rstrip("\t").split("\t") for line in client.stdout.splitlines()]
+    assert ["mart", "wide", "false"] in lines and lines[-1] == [str(WIDE_ROWS)], lines
+
+    # An engine that serves JDBC elsewhere is not taken for this one.
+    with pytest.raises(EngineError, match="serves JDBC at jdbc:hive2://127.0.0.1:"):
+        from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
+
+        WarmEngine(lake["ASSETLAKE_ENGINE_DIR"], spark_conf={"spark.sql.catalogImplementation": "hive"},
+                   jdbc=JdbcEndpoint(free_port())).ensure()
 
 
 BEELINE_SQL = (
