@@ -12,7 +12,7 @@ import dagster as dg
 
 from assetlake_dagster.automation import automation_condition
 from assetlake_dagster.errors import display_path
-from assetlake_dagster.freshness import freshness_policy
+from assetlake_dagster.freshness import freshness_policy, is_partition_lag
 from assetlake_dagster.partitions import partition_mapping, partitions_definition
 from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, TABLE_COMMENT_KEY, SqlAssetSpec, TableUri
 
@@ -96,7 +96,8 @@ class AssetlakeTranslator:
         return automation_condition(spec.automation) if spec.automation else None
 
     def get_freshness_policy(self, spec: SqlAssetSpec) -> Optional[dg.FreshnessPolicy]:
-        """The asset's freshness policy: the ``-- freshness`` line, else none.
+        """The asset's freshness policy: the ``-- freshness`` line, else none. On a time-partitioned
+        asset the window form (``fail=``, ``warn=``) is each partition's lag, a check, not a policy.
 
         Example:
             Every asset of the ``marts`` group fresh within a day, unless its file says otherwise:
@@ -110,7 +111,9 @@ class AssetlakeTranslator:
             ...         return policy
             >>> defs = build_definitions("pipelines/", translator=FreshMarts())  # doctest: +SKIP
         """
-        return freshness_policy(spec.freshness) if spec.freshness else None
+        if spec.freshness is None or is_partition_lag(spec):
+            return None  # on time partitions, fail=/warn= is each partition's lag: a check (freshness.py)
+        return freshness_policy(spec.freshness)
 
     def get_metadata(self, spec: SqlAssetSpec) -> dict[str, Any]:
         """Catalog metadata: table name, file, code reference, the table's and columns' descriptions.
