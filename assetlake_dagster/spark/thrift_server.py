@@ -9,7 +9,8 @@ pipelines it runs inside the warm engine's JVM: :func:`start_connect_and_jdbc_se
 starts the Thrift server application with Spark Connect as its plugin, and one Spark
 driver serves runs and JDBC clients from one catalog (``assetlake jdbc``,
 ``ASSETLAKE_JDBC_PORT``). :func:`start_thrift_server` is the standalone server, for a lake
-whose runs do not use the warm engine; the engine must then be stopped.
+whose runs do not use the warm engine; the engine must then be stopped (``assetlake jdbc
+--standalone``).
 
 From a shell (runs until Ctrl-C; loopback only)::
 
@@ -24,13 +25,12 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional
 
-from assetlake_dagster.errors import AssetlakeError, ConfigError
+from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import HIVE_CATALOG
 from assetlake_dagster.spark.connect_server import (
     DEFAULT_HOST,
@@ -51,7 +51,6 @@ THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 #: Spark Connect as a plugin of another Spark application (shipped in PySpark's jars).
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 PLUGINS_CONF = "spark.plugins"
-DEFAULT_THRIFT_PORT = DEFAULT_JDBC_PORT
 
 
 def start_connect_and_jdbc_server(
@@ -105,7 +104,7 @@ def start_connect_and_jdbc_server(
 
 def start_thrift_server(
     resource: SparkDeltaResource,
-    port: int = DEFAULT_THRIFT_PORT,
+    port: int = DEFAULT_JDBC_PORT,
     *,
     host: str = DEFAULT_HOST,
     log_path: Optional[str] = None,
@@ -194,14 +193,3 @@ def serve_jdbc(resource: SparkDeltaResource, *, standalone: bool = False, out=sy
         return 0
     print(f"the warm engine stopped (see {state.log_path})", file=sys.stderr, flush=True)
     return 1
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m assetlake_dagster.spark.thrift_server``: ``assetlake jdbc --standalone``."""
-    from assetlake_dagster.cli import main as cli_main
-
-    return cli_main(["jdbc", "--standalone", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -327,10 +327,10 @@ def test_a_jdbc_client_and_a_fresh_spark_session_see_the_tables_after_the_engine
         start_thrift_server(resource, free_port())  # the engine still holds the embedded metastore
     assert "stopped the warm engine" in _run(lake, ASSETLAKE, "engine", "stop")
 
-    # As docs/catalog.md runs it: the module's command line, then `kill`.
+    # As docs/catalog.md runs it: the command line, then `kill`.
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "assetlake_dagster.spark.thrift_server", "--port", str(port)],
+        [ASSETLAKE, "jdbc", "--standalone", "--port", str(port)],
         env=lake, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
