@@ -12,8 +12,8 @@ Importing the package imports Dagster but no engine library (PySpark, pandas, sq
 location's load stays cheap.
 """
 
-from assetlake_dagster.build import build_definitions as build_definitions
-from assetlake_dagster.component import AssetlakeProjectComponent as AssetlakeProjectComponent
+from assetlake_dagster.defs.build import build_definitions as build_definitions
+from assetlake_dagster.defs.component import AssetlakeProjectComponent as AssetlakeProjectComponent
 from assetlake_dagster.errors import (
     AssetlakeError as AssetlakeError,
     ConfigError as ConfigError,
@@ -21,26 +21,26 @@ from assetlake_dagster.errors import (
     ProjectError as ProjectError,
     WriteError as WriteError,
 )
-from assetlake_dagster.io_manager import (
+from assetlake_dagster.run.io_manager import (
     DeltaIOManager as DeltaIOManager,
     managed_write as managed_write,
 )
-from assetlake_dagster.neighbours import NeighbourTable as NeighbourTable
-from assetlake_dagster.project import Project as Project, load_project as load_project
-from assetlake_dagster.resources import SparkDeltaResource as SparkDeltaResource
-from assetlake_dagster.run_config import sql_run_config as sql_run_config
+from assetlake_dagster.defs.neighbours import NeighbourTable as NeighbourTable
+from assetlake_dagster.project.load import Project as Project, load_project as load_project
+from assetlake_dagster.run.resources import SparkDeltaResource as SparkDeltaResource
+from assetlake_dagster.defs.run_config import sql_run_config as sql_run_config
 from assetlake_dagster.spec import (
     MaterializeSpec as MaterializeSpec,
     SqlAssetSpec as SqlAssetSpec,
     TableUri as TableUri,
     WriteStrategy as WriteStrategy,
 )
-from assetlake_dagster.translator import AssetlakeTranslator as AssetlakeTranslator
+from assetlake_dagster.defs.translator import AssetlakeTranslator as AssetlakeTranslator
 
 __version__ = "0.1.0"
 
 # Dagster lists the integration libraries a code location loaded, as it does dagster-dbt.
-from assetlake_dagster.dagster_internals import register_library as _register_library  # noqa: E402
+from assetlake_dagster.defs.dagster_internals import register_library as _register_library  # noqa: E402
 
 _register_library("assetlake-dagster", __version__)
 

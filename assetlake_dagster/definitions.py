@@ -10,7 +10,7 @@ Example:
 
 import os
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 
 PROJECT_DIR_ENV = "ASSETLAKE_PROJECT_DIR"

@@ -38,8 +38,8 @@ def meet(barriers: str, name: str, me: str, other: str, deadline_s: float = 600.
 
 WRITER = """
     import json, os, sys, time
-    from assetlake_dagster.partitions import with_partition_key
-    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.defs.partitions import with_partition_key
+    from assetlake_dagster.run.resources import SparkDeltaResource
     from assetlake_dagster.spec import TableUri, WriteStrategy
     from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
     from assetlake_dagster.writes.retry import write_with_retries

@@ -108,7 +108,7 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     The command-line behaviour is tested this way, on the suite's in-process Spark session;
     only the tests of the process boundary itself start ``assetlake`` as a subprocess.
     """
-    from assetlake_dagster.cli import main
+    from assetlake_dagster.cli.main import main
 
     capsys.readouterr()  # drop what came before
     code = main(list(args))
@@ -219,7 +219,7 @@ def header_errors(lines: str) -> list[str]:
 def spec_of(body: str, header: str = "-- materialize delta://s/t"):
     """The spec of a one-file project: ``header`` lines, a blank line, then ``body`` (asserted
     to parse)."""
-    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.project.load import parse_file
 
     spec, diagnostics = parse_file("/p/t.sql", f"{header}\n\n{body}\n")
     assert spec is not None, diagnostics

@@ -206,7 +206,7 @@ def _wait_for_assets(proc: subprocess.Popen, port: int, log_path: str, timeout: 
 
 def _demo_asset_keys() -> list:
     """The demo's materializable asset keys, from its definitions (its external tables left out)."""
-    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.defs.build import build_definitions
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
 
     graph = build_definitions(DEMO_PROJECT_DIR, lake_root=tempfile.mkdtemp()).resolve_asset_graph()

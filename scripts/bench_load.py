@@ -15,7 +15,7 @@ first three rotated each round, so no variant always follows the same one; dbt p
         resolved), product python (``.venv``); the product's caches as the last run left them.
     ours-cold: the same after clearing every cache the product could have written: anything in the
         project folder that the generator did not write, an empty ``XDG_CACHE_HOME``, and each
-        ``--cold-clear PATH``. The product's parse cache (``parse_cache.py``) lives under
+        ``--cold-clear PATH``. The product's parse cache (``project/parse_cache.py``) lives under
         ``XDG_CACHE_HOME``, so a cold run parses every file and a warm one none.
     dagster-dbt: ``@dbt_assets(manifest=…)`` (unpartitioned models; the ``daily`` ones in a second
         ``@dbt_assets`` with the same ``DailyPartitionsDefinition``) + ``Definitions`` +
@@ -265,7 +265,8 @@ if PROFILE:  # cProfile inside: os._exit below would lose `python -m cProfile`'s
 project_dir, lake_root, dump = sys.argv[1], sys.argv[2], sys.argv[3]
 import dagster as dg
 T1 = time.perf_counter()
-from assetlake_dagster import build as _build, project as _project
+from assetlake_dagster.defs import build as _build
+from assetlake_dagster.project import load as _project
 T2 = time.perf_counter()
 phases = {}
 

@@ -160,7 +160,7 @@ def generated(rng: random.Random) -> str:
 
 def loading_seeds(seeds: list[str]) -> list[str]:
     """The seed files that parse cleanly on their own (the light mutations start from these)."""
-    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.project.load import parse_file
 
     return [text for text in seeds if not parse_file("f.sql", text)[1]] or seeds
 
@@ -275,7 +275,7 @@ def _build(folder: str) -> None:
 
     import dagster as dg
 
-    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.defs.build import build_definitions
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -357,10 +357,10 @@ def materialize(folder: str, lake_root: str, timeout_s: float) -> tuple[str, str
     """
     import dagster as dg
 
-    from assetlake_dagster.build import build_definitions
-    from assetlake_dagster.dagster_internals import implicit_asset_job
-    from assetlake_dagster.project import load_project
-    from assetlake_dagster.translator import AssetlakeTranslator
+    from assetlake_dagster.defs.build import build_definitions
+    from assetlake_dagster.defs.dagster_internals import implicit_asset_job
+    from assetlake_dagster.project.load import load_project
+    from assetlake_dagster.defs.translator import AssetlakeTranslator
 
     spark_errors = _spark_error_names()
     specs = {os.path.basename(s.path): s for s in load_project(folder, load_python_files=False).assets}
@@ -405,7 +405,7 @@ def materialize(folder: str, lake_root: str, timeout_s: float) -> tuple[str, str
 def classify(folder: str, text: bytes, timeout_s: float, build: bool = True, upstream: str = "daily") -> tuple[str, str]:
     """Write ``text`` as ``<folder>/f.sql`` beside an ``up.sql`` partitioned ``upstream``, load it; (outcome, detail)."""
     from assetlake_dagster.errors import ProjectError
-    from assetlake_dagster.project import load_project
+    from assetlake_dagster.project.load import load_project
 
     path = os.path.join(folder, "f.sql")
     with open(path, "wb") as f:

@@ -14,7 +14,7 @@ from typing import Optional
 
 from assetlake_dagster.annotations.fields import FieldLine, HeaderField
 from assetlake_dagster.annotations.header import HeaderDraft, Word, option_name, parse_timezone
-from assetlake_dagster.dagster_internals import has_out_of_range_cron_interval, is_valid_cron_string
+from assetlake_dagster.defs.dagster_internals import has_out_of_range_cron_interval, is_valid_cron_string
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import AutomationKind, AutomationSpec, ScheduleSpec
 

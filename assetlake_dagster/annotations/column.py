@@ -11,8 +11,8 @@ is the column's description, shown in the UI's column table: the text between th
 and the last double quote of the line.
 
 Checks that need the SELECT or other files (the column is produced, the table is read by
-this file, the source column exists) happen in :mod:`assetlake_dagster.project` and
-:mod:`assetlake_dagster.dag`.
+this file, the source column exists) happen in :mod:`assetlake_dagster.project.load` and
+:mod:`assetlake_dagster.project.dag`.
 """
 
 import dataclasses

@@ -2,7 +2,7 @@
 
 Built-in kinds (``unique``, ``not_null``, ``accepted_values``, ``relationships``) or a
 custom ``<path/to/test.sql>``; ``warn`` at the end makes a failure a warning. Whether a
-``relationships`` table exists is a cross-file check (:mod:`assetlake_dagster.dag`).
+``relationships`` table exists is a cross-file check (:mod:`assetlake_dagster.project.dag`).
 """
 
 import unicodedata

@@ -14,8 +14,8 @@ field's own module only reads one line's words into a value::
 The lines that need other lines to mean anything (``materialize``, ``on``, ``partitioned``,
 ``data_test``, ``column``, ``$arguments``) keep parsers of their own in
 :data:`~assetlake_dagster.annotations.keywords.LINE_PARSERS`: their checks cross lines and
-files (``dag.py``, ``project.py``). The declarations live with their parsers (``FIELDS`` in
-``catalog.py``, ``automation.py``, ``freshness.py``) and are gathered in
+files (``project/dag.py``, ``project/load.py``). The declarations live with their parsers (``FIELDS`` in
+``catalog_attributes.py``, ``automation.py``, ``freshness.py``) and are gathered in
 :data:`~assetlake_dagster.annotations.keywords.FIELDS`.
 """
 

@@ -63,7 +63,7 @@ class Header:
             by the spec attribute they fill (``catalog.group``, ``schedule``); a field the
             file does not give, or gives only invalid lines of, is absent.
         field_keywords: the keyword of each declared field's first line, by the same
-            paths, for checks against the SQL (``project.py``).
+            paths, for checks against the SQL (``project/load.py``).
     """
 
     materialize: Optional[MaterializeSpec] = None

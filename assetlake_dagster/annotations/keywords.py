@@ -8,18 +8,18 @@ function in :data:`LINE_PARSERS`::
     -- materialize delta://analytics/orders_clean key=order_id   -> materialize.py
     -- on delta://raw/orders                                     -> upstreams.py
     -- $min_amount (float) = 0                                   -> arguments.py
-    -- group sales                                               -> catalog.py
+    -- group sales                                               -> catalog_attributes.py
     -- schedule 0 2 * * * tz=Europe/Berlin                       -> automation.py
     -- automation eager                                          -> automation.py
     -- freshness fail=26h warn=24h                               -> freshness.py
-    -- cluster_by customer_id                                    -> layout.py
+    -- cluster_by customer_id                                    -> table_layout.py
     -- column order_total <- delta://sales/orders.amount         -> column.py
 """
 
 from typing import Any, Callable
 
 from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
-from assetlake_dagster.annotations import automation, catalog, freshness, layout, maintain
+from assetlake_dagster.annotations import automation, catalog_attributes, freshness, maintain, table_layout
 from assetlake_dagster.annotations.column import parse_column
 from assetlake_dagster.annotations.data_test import parse_data_test
 from assetlake_dagster.annotations.fields import HeaderField, field_values, parse_field_line
@@ -47,7 +47,7 @@ LINE_PARSERS: dict[str, LineParser] = {
     "column": parse_column,
 }
 #: Every declared field: a keyword whose value goes straight into the spec.
-FIELDS: tuple[HeaderField, ...] = (*catalog.FIELDS, *layout.FIELDS, *maintain.FIELDS, *automation.FIELDS, *freshness.FIELDS)
+FIELDS: tuple[HeaderField, ...] = (*catalog_attributes.FIELDS, *table_layout.FIELDS, *maintain.FIELDS, *automation.FIELDS, *freshness.FIELDS)
 FIELDS_BY_KEYWORD: dict[str, HeaderField] = {f.keyword: f for f in FIELDS}
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.
 KEYWORDS = (*LINE_PARSERS, *FIELDS_BY_KEYWORD)

@@ -4,7 +4,7 @@ On the cron, a maintenance job ``OPTIMIZE``s the table (compaction; clustering w
 declares ``cluster_by``) and, with ``vacuum=``, then ``VACUUM``s it keeping the files of
 the versions younger than that (``window``: the table's restore window), under the guard of
 :mod:`assetlake_dagster.lake.maintenance`, with the versions its code location's inputs pin,
-by the path ``assetlake vacuum --project-dir`` takes (:func:`assetlake_dagster.maintenance.guarded_vacuum`)::
+by the path ``assetlake vacuum --project-dir`` takes (:func:`assetlake_dagster.defs.maintenance_jobs.guarded_vacuum`)::
 
     -- maintain 0 3 * * 0 vacuum=30d
     -- maintain @daily tz=Europe/Berlin vacuum=window

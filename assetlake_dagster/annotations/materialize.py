@@ -17,7 +17,7 @@ from assetlake_dagster.annotations.header import (
 )
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import MaterializeSpec, MergeOptions, WriteStrategy, is_identifier
-from assetlake_dagster.target_predicate import TargetPredicate
+from assetlake_dagster.sql.target_predicate import TargetPredicate
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
 HISTORY_FORM = (

@@ -2,7 +2,7 @@
 
 ``delta://landing/payments`` is produced outside the project, as landing tables are: no
 SQL file writes it, so the demo reads it as an external asset that the watch sensor
-observes (:mod:`assetlake_dagster.watch`). Each day of payments is one plain Delta append,
+observes (:mod:`assetlake_dagster.defs.watch`). Each day of payments is one plain Delta append,
 partitioned by ``payment_date``, the way an ingestion tool would write it::
 
     .venv/bin/assetlake demo land            # the day after the latest landed day

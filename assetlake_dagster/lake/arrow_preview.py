@@ -1,6 +1,6 @@
 """A small version's preview rows read with PyArrow from its checksum's file list, no Spark.
 
-The preview (:func:`~assetlake_dagster.materialization.markdown_preview`) is the first rows
+The preview (:func:`~assetlake_dagster.run.materialization_metadata.markdown_preview`) is the first rows
 of the slice just written, in a stable order. Asked of Spark it makes Delta rebuild the
 version's state (three Spark jobs) and then scans and sorts the slice: about a tenth of what
 a warm run of a small table costs (measured 2026-11-28, ``docs/ci-time.md``). Delta's
@@ -66,7 +66,7 @@ def preview_rows(
         table_path: the table's path (its files' paths are relative to it).
         file_rows: the version's data files, from its checksum.
         schema: the table's schema as of the version (Spark's), in column order.
-        order: the columns to order by (:func:`~assetlake_dagster.materialization.preview_order`).
+        order: the columns to order by (:func:`~assetlake_dagster.run.materialization_metadata.preview_order`).
         limit: how many rows.
         partitions: the slice's values of ``partition_column``; empty: the whole table.
         partition_column: the column the slice is taken on.

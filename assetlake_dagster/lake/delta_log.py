@@ -1,6 +1,6 @@
 """Reading a Delta table's ``_delta_log`` without Spark: its versions, new commits and schema.
 
-The watch sensor (:mod:`assetlake_dagster.watch`) calls this every tick for every external
+The watch sensor (:mod:`assetlake_dagster.defs.watch`) calls this every tick for every external
 table, so it lists the log folder once and parses only the commit files it is asked for.
 The table may be on local disk or on an object store (``s3a://bucket/lake/s/t``): every
 file is reached through :mod:`assetlake_dagster.lake.files` (``os`` locally, ``pyarrow.fs``

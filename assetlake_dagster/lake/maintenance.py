@@ -230,7 +230,7 @@ def restore_window(spark: SparkSession, path: str) -> float:
 
 
 #: Finds the versions that must stay readable, given the start of the restore window and the
-#: table's commit times (:func:`assetlake_dagster.maintenance.needed_versions`).
+#: table's commit times (:func:`assetlake_dagster.defs.maintenance_jobs.needed_versions`).
 NeedsFinder = Callable[[dt.datetime, Mapping[int, dt.datetime]], Sequence[Need]]
 
 

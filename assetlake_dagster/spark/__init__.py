@@ -6,7 +6,13 @@ Layered bottom up, each module importing only those below it:
   JVM class-data archive's path (facts; nothing starts).
 - :mod:`~assetlake_dagster.spark.session`: the in-process SparkSession and Spark Connect
   client sessions.
-- :mod:`~assetlake_dagster.spark.connect_server`: a Spark Connect server with Delta.
+- :mod:`~assetlake_dagster.spark.secret_settings`: settings that never go on a command line.
+- :mod:`~assetlake_dagster.spark.connect_server`: a Spark Connect server with Delta;
+  :mod:`~assetlake_dagster.spark.jdbc_endpoint` and
+  :mod:`~assetlake_dagster.spark.thrift_server`: Spark's Thrift JDBC server, standalone or
+  inside the engine's JVM.
+- :mod:`~assetlake_dagster.spark.loopback`: the engine holds every address ``localhost`` names.
+- :mod:`~assetlake_dagster.spark.setup`: ``assetlake setup`` (the jars fetched and checked).
 - :mod:`~assetlake_dagster.spark.jvm_archive`: builds the class-data archive (runs a server).
 - :mod:`~assetlake_dagster.spark.engine`: the lake's warm shared engine, as its clients see it.
 - :mod:`~assetlake_dagster.spark.engine_supervisor`: the process that owns the engine's JVM.

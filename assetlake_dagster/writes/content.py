@@ -7,7 +7,7 @@ schema, its column comments included); the fingerprint rides in the commit's sta
 (``content``), and the next replace whose rows give the same fingerprint, over a table whose
 latest row-changing commit carries it, commits nothing. A SQL file's replace is not
 fingerprinted: its run is skipped before any work when its inputs did not change
-(:mod:`~assetlake_dagster.run_decision`), and when they did, its rows almost always did too.
+(:mod:`~assetlake_dagster.run.decision`), and when they did, its rows almost always did too.
 """
 
 from __future__ import annotations

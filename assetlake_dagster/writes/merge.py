@@ -28,7 +28,7 @@ With ``deletes=delete`` the table becomes the rows: a key of the table (of the s
 BY SOURCE`` clause, or, after a diff, as a key to delete among the changed rows.
 
 A **change set** is the rows of a run that read only its upstream's changes
-(:mod:`~assetlake_dagster.change_feed`): the rows to upsert, plus, with ``deletes=delete``,
+(:mod:`~assetlake_dagster.run.change_feed`): the rows to upsert, plus, with ``deletes=delete``,
 the keys to delete, marked by the :data:`DELETED_MARKER` column (their other columns NULL).
 Its MERGE deletes the marked keys and upserts the others, and touches no other row.
 
@@ -54,7 +54,7 @@ from assetlake_dagster.lake.delta_sql import path_identifier, read
 from assetlake_dagster.lake.table_properties import DELETION_VECTORS_PROPERTY, is_enabled, table_properties
 from assetlake_dagster.spark.session import local_checkpoint, persist_rows, release_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, MaterializeSpec, WriteStrategy, quote_identifier
-from assetlake_dagster.target_predicate import TargetPredicate
+from assetlake_dagster.sql.target_predicate import TargetPredicate
 from assetlake_dagster.writes.base import (
     WritePlan,
     WriteStrategyBase,

@@ -12,9 +12,9 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.change_feed import READ_KEY
-from assetlake_dagster.run_decision import FORCE_TAG
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.run.change_feed import READ_KEY
+from assetlake_dagster.run.decision import FORCE_TAG
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "new_rows")

@@ -16,12 +16,12 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.automation import AUTOMATION_SENSOR_NAME, automation_condition
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
+from assetlake_dagster.defs.automation_conditions import AUTOMATION_SENSOR_NAME, automation_condition
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.defs.dagster_internals import DATA_VERSION_TAG
 from assetlake_dagster.spec import AutomationKind, AutomationSpec
-from assetlake_dagster.translator import AssetlakeTranslator
-from assetlake_dagster.watch import WATCH_SENSOR_NAME
+from assetlake_dagster.defs.translator import AssetlakeTranslator
+from assetlake_dagster.defs.watch import WATCH_SENSOR_NAME
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "automation")
@@ -217,7 +217,7 @@ class PlainEager(AssetlakeTranslator):
     """Dagster's eager for every partition, without the wait for upstream checks."""
 
     def get_automation_condition(self, spec):
-        from assetlake_dagster.dagster_internals import condition_without
+        from assetlake_dagster.defs.dagster_internals import condition_without
 
         if spec.automation is None:
             return None

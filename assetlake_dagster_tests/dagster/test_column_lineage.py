@@ -4,7 +4,7 @@ SELECT against the upstream tables' real columns (``SELECT *`` expanded), as Dag
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 
 FILES = {
     "orders.sql": "-- materialize delta://s/orders\n\nSELECT 1 AS order_id, 10 AS customer_id, 2.5 AS amount, 0.5 AS tax\n",

@@ -36,7 +36,7 @@ from dagster._daemon.auto_run_reexecution.event_log_consumer import EventLogCons
 # The job of a run's origin, as a run worker reconstructs it.
 from dagster._utils.hosted_user_process import recon_job_from_origin
 
-from assetlake_dagster.checks import RETRY_ON_STEP_FAILURE_TAG
+from assetlake_dagster.defs.checks import RETRY_ON_STEP_FAILURE_TAG
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "retried")

@@ -13,9 +13,9 @@ import pytest
 # Not exported by `dagster`: the status type of the instance's check history, which the UI shows.
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.check_runner import run_checks
-from assetlake_dagster.checks import RETRY_ON_STEP_FAILURE_TAG
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.cli.check_runner import run_checks
+from assetlake_dagster.defs.checks import RETRY_ON_STEP_FAILURE_TAG
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster_tests.helpers import PROJECTS, run_cli

@@ -10,9 +10,9 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run.resources import SparkDeltaResource
 
 MID = "-- materialize delta://s/mid key=id\n\nSELECT id, name FROM raw.src\n"
 TOP = (
@@ -101,7 +101,7 @@ def test_deferring_to_the_lake_itself_is_refused(lakes):
 
 
 def test_plan_changed_lists_files_that_differ_from_what_prod_ran_and_their_downstream(spark, tmp_path, capsys):
-    from assetlake_dagster.cli import main
+    from assetlake_dagster.cli.main import main
 
     prod = str(tmp_path / "prod")
     save(spark, f"{prod}/raw/src", [(1, "ann")], "id INT, name STRING")
@@ -127,7 +127,7 @@ def test_plan_changed_lists_files_that_differ_from_what_prod_ran_and_their_downs
 
 def test_python_inputs_and_relationships_tests_read_prod_too(spark, lakes, tmp_path):
     """A Python asset's input loaded by the IO manager, and a relationships test's table."""
-    from assetlake_dagster.io_manager import DeltaIOManager, managed_write
+    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
 
     prod, dev, project = lakes
     (tmp_path / "project" / "checked.sql").write_text(

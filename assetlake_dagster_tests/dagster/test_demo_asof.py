@@ -12,7 +12,7 @@ import os
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster.writes.history import to_micros
 

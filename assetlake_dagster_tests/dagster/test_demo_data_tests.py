@@ -7,7 +7,7 @@ next run publish.
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 
 RAW = dg.AssetKey(["raw", "customers"])

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from assetlake_dagster import build_definitions
-from assetlake_dagster.external import LAST_UPDATED_KEY
-from assetlake_dagster.freshness import FRESH_UNTIL_KEY, FRESHNESS_SENSOR_NAME, partition_lag_result
+from assetlake_dagster.defs.external import LAST_UPDATED_KEY
+from assetlake_dagster.defs.freshness_checks import FRESH_UNTIL_KEY, FRESHNESS_SENSOR_NAME, partition_lag_result
 
 DAILY = """\
     -- materialize delta://mart/daily_totals

@@ -5,9 +5,9 @@ import os
 import dagster as dg
 from delta.tables import DeltaTable
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.io_manager import DeltaIOManager, managed_write
-from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+from assetlake_dagster.run.resources import SparkDeltaResource
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "history")

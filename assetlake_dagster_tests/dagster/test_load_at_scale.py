@@ -4,8 +4,8 @@ same graph. No timing is asserted: scripts/bench_load.py measures it."""
 
 import dagster as dg
 
-from assetlake_dagster import project
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.project import load as project
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster_tests.helpers import load_script
 
 FILES = 1000

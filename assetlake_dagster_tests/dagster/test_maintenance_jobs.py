@@ -13,13 +13,13 @@ import dagster as dg
 # job from its code pointer); `execute_job` of a job rebuilt the same way is that path here.
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster_tests.helpers import run_cli
 
 T, D = dg.AssetKey(["s", "t"]), dg.AssetKey(["s", "d"])
 
 
-#: A run that appends although nothing it reads changed (run_decision.py would skip it).
+#: A run that appends although nothing it reads changed (run/decision.py would skip it).
 FORCED = {"assetlake/force": "true"}
 
 
@@ -110,7 +110,7 @@ def run_from_code_location(tmp_path, project, lake_root, instance, job_name="mai
     failed step's error message."""
     location = tmp_path / f"location_{project.name}.py"
     location.write_text(
-        "from assetlake_dagster.build import build_definitions\n\n"
+        "from assetlake_dagster.defs.build import build_definitions\n\n"
         f"defs = build_definitions({str(project)!r}, lake_root={lake_root!r})\n"
     )
     job = ReconstructableJob(ReconstructableRepository.for_file(str(location), "defs", str(tmp_path)), job_name)

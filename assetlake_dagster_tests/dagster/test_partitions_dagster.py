@@ -9,8 +9,8 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.backfill import batches, run_backfill
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.cli.backfill import batches, run_backfill
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster_tests.helpers import PROJECTS, delta_history as history, files_by_partition, run_cli

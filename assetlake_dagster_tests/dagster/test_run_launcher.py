@@ -17,8 +17,8 @@ import time
 import dagster as dg
 from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
-from assetlake_dagster.dagster_internals import WorkerStatus
-from assetlake_dagster.run_launcher import LocalProcessRunLauncher
+from assetlake_dagster.defs.dagster_internals import WorkerStatus
+from assetlake_dagster.run.launcher import LocalProcessRunLauncher
 from assetlake_dagster_tests.helpers import REPO
 
 #: A run that holds until it is killed, on the instance of $DAGSTER_HOME.

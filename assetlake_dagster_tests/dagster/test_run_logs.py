@@ -13,7 +13,7 @@ import uuid
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 
 #: The loggers PySpark 4.0 logs its raised errors with (``pyspark.errors.exceptions.base``).
 QUERY_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")

@@ -3,7 +3,7 @@ with the same schema and one more, with the diff, when the SELECT reshapes it.""
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 
 KEY = dg.AssetKey(["s", "t"])
 SELECTS = [

@@ -10,7 +10,7 @@ import decimal
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.lake.delta_sql import path_identifier
 
 COUNTRIES = """\

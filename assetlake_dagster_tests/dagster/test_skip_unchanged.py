@@ -11,11 +11,11 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.automation import automation_condition
-from assetlake_dagster.backfill import run_backfill
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.automation_conditions import automation_condition
+from assetlake_dagster.cli.backfill import run_backfill
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.lake.delta_log import latest_version
-from assetlake_dagster.run_decision import FORCE_TAG, INPUTS_KEY, SKIPPED_KEY
+from assetlake_dagster.run.decision import FORCE_TAG, INPUTS_KEY, SKIPPED_KEY
 from assetlake_dagster.spec import AutomationKind, AutomationSpec
 from assetlake_dagster_tests.helpers import PROJECTS
 
@@ -182,8 +182,8 @@ def test_a_backfill_skips_unchanged_batches_unless_forced(spark, project):
 
 
 def test_a_python_replace_of_the_rows_the_table_holds_commits_nothing(spark, lake_root):
-    from assetlake_dagster.io_manager import DeltaIOManager, managed_write
-    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+    from assetlake_dagster.run.resources import SparkDeltaResource
 
     rows = {"value": [(1, "a", None), (2, None, 2.0)]}
 

@@ -16,13 +16,13 @@ import dagster as dg
 import deltalake
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.spark.engine import EngineError
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.io_manager import DeltaIOManager, managed_write
-from assetlake_dagster.partitions import with_partition_key
+from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+from assetlake_dagster.defs.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import (
     connect_session,
     driver_on_this_machine,
@@ -672,7 +672,7 @@ def test_naive_timestamps_are_session_wall_times_over_spark_connect(remote, lake
     import pandas as pd
 
     from assetlake_dagster.lake.delta_sql import path_identifier
-    from assetlake_dagster.sql_test_run import assert_sql_tests_pass
+    from assetlake_dagster.cli.sql_test_run import assert_sql_tests_pass
 
     resource, session = remote
     assert session.conf.get("spark.sql.session.timeZone") == "UTC"

@@ -7,7 +7,7 @@ applied without rewriting a data file (a metadata-only commit).
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.lake.delta_sql import path_identifier
 
 KEY = dg.AssetKey(["docs", "customers"])
@@ -114,8 +114,8 @@ def test_a_replaced_table_keeps_its_comments_without_a_commit_for_them(spark, la
 
 
 def test_a_python_asset_takes_its_comments_from_its_metadata(spark, lake_root):
-    from assetlake_dagster.io_manager import DeltaIOManager, managed_write
-    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+    from assetlake_dagster.run.resources import SparkDeltaResource
 
     metadata = {
         **managed_write("append"),

@@ -8,8 +8,8 @@ and recorded on the materialization; every property the grammar knows, Delta acc
 import dagster as dg
 import pytest
 
-from assetlake_dagster.annotations.layout import DELTA_PROPERTIES
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.annotations.table_layout import DELTA_PROPERTIES
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.lake.delta_sql import path_identifier
 
 KEY = dg.AssetKey(["s", "t"])
@@ -109,8 +109,8 @@ def test_delta_refuses_a_property_it_does_not_know(spark, lake_root):
 
 
 def test_a_python_asset_takes_the_same_layout(spark, lake_root):
-    from assetlake_dagster.io_manager import DeltaIOManager, managed_write
-    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+    from assetlake_dagster.run.resources import SparkDeltaResource
 
     layout = managed_write("append", cluster_by=["day"], properties={"delta.appendOnly": "true"})
 

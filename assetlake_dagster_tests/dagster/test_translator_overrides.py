@@ -12,8 +12,8 @@ import textwrap
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.defs.translator import AssetlakeTranslator
 from assetlake_dagster_tests.helpers import delta_history
 
 FILES = {

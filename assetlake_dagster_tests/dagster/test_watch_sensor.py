@@ -19,14 +19,14 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.dagster_internals import DATA_VERSION_TAG
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.defs.dagster_internals import DATA_VERSION_TAG
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.project import load_project
+from assetlake_dagster.project.load import load_project
 from assetlake_dagster.lake.storage import S3Settings
-from assetlake_dagster.translator import AssetlakeTranslator
-from assetlake_dagster.watch import WATCH_INTERVAL_ENV, WATCH_SENSOR_NAME, WATCH_TAG, build_watch_sensor
+from assetlake_dagster.defs.translator import AssetlakeTranslator
+from assetlake_dagster.defs.watch import WATCH_INTERVAL_ENV, WATCH_SENSOR_NAME, WATCH_TAG, build_watch_sensor
 from assetlake_dagster_tests.s3_server import bucket_in_env
 
 LANDING = dg.AssetKey(["landing", "orders"])
@@ -697,7 +697,7 @@ def test_sensor_settings(watch, monkeypatch):
 
 def test_the_dagster_internals_the_sensor_uses():
     """Each non-public Dagster name the sensor relies on still means what it meant."""
-    from assetlake_dagster.dagster_internals import partition_keys_starting_in
+    from assetlake_dagster.defs.dagster_internals import partition_keys_starting_in
 
     assert dg.AssetObservation(LANDING, tags={DATA_VERSION_TAG: "3"}).data_version == "3"
     daily = dg.DailyPartitionsDefinition(start_date="2024-01-10", end_date="2024-01-12")

@@ -119,11 +119,11 @@ def test_the_demo_on_an_s3_lake_from_the_command_line(s3, tmp_path, monkeypatch)
     """
     import dagster as dg
 
-    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.defs.build import build_definitions
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
     from assetlake_dagster.demo.project.sources import order_rows
     from assetlake_dagster.spec import PARTITION_COLUMN
-    from assetlake_dagster.watch import WATCH_SENSOR_NAME
+    from assetlake_dagster.defs.watch import WATCH_SENSOR_NAME
     from assetlake_dagster.writes.slices import partition_predicate
 
     root = s3.root("demo")

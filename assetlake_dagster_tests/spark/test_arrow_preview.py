@@ -15,7 +15,7 @@ import pytest
 from assetlake_dagster.lake.arrow_preview import preview_rows
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.materialization import (
+from assetlake_dagster.run.materialization_metadata import (
     PREVIEW_ROWS,
     markdown_preview,
     preview_order,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assetlake_dagster.partitions import with_partition_key
+from assetlake_dagster.defs.partitions import with_partition_key
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.commit import STAMP_TAG, find_stamped_commit

@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from assetlake_dagster.data_tests import evaluate, evaluate_run
+from assetlake_dagster.run.data_tests import evaluate, evaluate_run
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.partitions import PartitionSlice
+from assetlake_dagster.defs.partitions import PartitionSlice
 from assetlake_dagster.spec import DataTestKind, DataTestSpec, TableUri
 from assetlake_dagster.spec.model import SqlStatement
 

@@ -2,7 +2,7 @@
 quotes, commas, spaces and injection payloads in a value match only themselves."""
 
 from assetlake_dagster.annotations import parse_header
-from assetlake_dagster.data_tests import run_test
+from assetlake_dagster.run.data_tests import run_test
 from assetlake_dagster.errors import SourceText
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import DataTestKind, DataTestSpec

@@ -9,8 +9,8 @@ import pytest
 from pyspark.errors import PySparkException
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.partitions import event_time_range, partitions_definition, with_event_time_partitions
-from assetlake_dagster.partitions import PartitionSlice
+from assetlake_dagster.defs.partitions import event_time_range, partitions_definition, with_event_time_partitions
+from assetlake_dagster.defs.partitions import PartitionSlice
 from assetlake_dagster.spec import PartitionKind, PartitionSpec
 
 UTC = dt.timezone.utc
@@ -121,9 +121,9 @@ def test_a_quarter_with_event_time_is_one_query_with_one_scan(spark, lake_root):
     each row in its own day; without event_time= the same batch is a union of 91 scans."""
     from assetlake_dagster.lake.root import Lake
     from assetlake_dagster.lake.registration import register_table
-    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.project.load import parse_file
     from assetlake_dagster.spec import TableUri
-    from assetlake_dagster.sql_runner import run_sql_slices
+    from assetlake_dagster.run.sql_runner import run_sql_slices
 
     lake = Lake(lake_root)
     source = TableUri("raw", "events")

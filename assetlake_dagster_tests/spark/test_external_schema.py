@@ -16,10 +16,10 @@ from pyspark.sql.types import (
 )
 
 from assetlake_dagster.lake.delta_log import read_metadata
-from assetlake_dagster.external import delta_column_schema, external_table_asset
+from assetlake_dagster.defs.external import delta_column_schema, external_table_asset
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spec import TableUri
-from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.defs.translator import AssetlakeTranslator
 
 URI = TableUri("landing", "orders")
 

@@ -17,7 +17,7 @@ from assetlake_dagster.lake.delta_log import DeltaLog
 from assetlake_dagster.lake.maintenance import Need, VacuumRefused, table_files, vacuum_table
 from assetlake_dagster.lake.restore import restore_table
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.maintenance import ProjectAssets, guarded_vacuum, needed_versions
+from assetlake_dagster.defs.maintenance_jobs import ProjectAssets, guarded_vacuum, needed_versions
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster_tests.helpers import run_cli
 
@@ -92,9 +92,9 @@ def test_a_retention_below_the_restore_window_is_refused(spark, lake_root, capsy
 
 def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spark, lake_root, tmp_path):
     """Recorded versions (the table's own and a downstream's read) and a pinned input."""
-    from assetlake_dagster.build import build_definitions
-    from assetlake_dagster.io_manager import DeltaIOManager
-    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.defs.build import build_definitions
+    from assetlake_dagster.run.io_manager import DeltaIOManager
+    from assetlake_dagster.run.resources import SparkDeltaResource
 
     project = tmp_path / "project"
     project.mkdir()

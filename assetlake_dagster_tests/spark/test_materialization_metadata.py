@@ -18,7 +18,7 @@ from assetlake_dagster.lake import checksum
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.lake.files import LocalFiles
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.materialization import (
+from assetlake_dagster.run.materialization_metadata import (
     PREVIEW_ROWS,
     committed_row_count,
     markdown_preview,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assetlake_dagster.errors import KeyViolationError, WriteError
-from assetlake_dagster.partitions import with_partition_key
+from assetlake_dagster.defs.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
@@ -286,9 +286,9 @@ def test_a_batch_reruns_plain_temp_views_once_per_partition(spark):
     """`CREATE TEMP VIEW` (without OR REPLACE) runs once per partition of a batch, and again
     when the same process runs the file again: each time it replaces the view, and each
     partition reads its own key through it (a payload key included)."""
-    from assetlake_dagster.partitions import PartitionSlice
-    from assetlake_dagster.project import parse_file
-    from assetlake_dagster.sql_runner import run_sql_slices
+    from assetlake_dagster.defs.partitions import PartitionSlice
+    from assetlake_dagster.project.load import parse_file
+    from assetlake_dagster.run.sql_runner import run_sql_slices
 
     text = (
         "-- materialize delta://s/keyed\n"

@@ -3,7 +3,7 @@ by key or by whole row, and between a dev lake's copy and prod's, on real Delta 
 
 import os
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 
 SCHEMA = "id INT, name STRING, tier STRING"
 

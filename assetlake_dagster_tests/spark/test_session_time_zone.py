@@ -14,13 +14,13 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.io_manager import to_spark
+from assetlake_dagster.run.io_manager import to_spark
 from assetlake_dagster.lake.delta_sql import path_identifier
-from assetlake_dagster.run_config import sql_run_config
+from assetlake_dagster.defs.run_config import sql_run_config
 from assetlake_dagster.spark.python_values import in_session_zone, parse_time_zone
-from assetlake_dagster.sql_test_run import assert_sql_tests_pass
+from assetlake_dagster.cli.sql_test_run import assert_sql_tests_pass
 from assetlake_dagster_tests.helpers import python_local_zone
 
 UTC = dt.timezone.utc

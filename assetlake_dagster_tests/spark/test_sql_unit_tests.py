@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
-from assetlake_dagster.sql_test_run import assert_sql_tests_pass
+from assetlake_dagster.cli.sql_test_run import assert_sql_tests_pass
 
 BROKEN = """\
 tests:

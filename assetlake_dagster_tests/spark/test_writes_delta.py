@@ -10,7 +10,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from assetlake_dagster.errors import KeyViolationError, WriteError
-from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster_tests.faults import FAILURE_MESSAGE, rows_failing_on_the_last
@@ -236,7 +236,7 @@ def test_pandas_frames_with_chunked_arrow_strings_are_written_with_their_nulls(s
     """pandas 3 `concat` leaves Arrow strings in several chunks, which PySpark 4.0 rejected."""
     import pandas as pd
 
-    from assetlake_dagster.io_manager import to_spark
+    from assetlake_dagster.run.io_manager import to_spark
 
     part = pd.DataFrame({"id": [1, 2], "name": ["ann", None]})
     frame = pd.concat([part, part.iloc[[0]]], ignore_index=True)
@@ -260,7 +260,7 @@ def test_a_failed_first_write_leaves_no_table_behind(spark, lake_root, strategy,
     import deltalake
     from deltalake.exceptions import TableNotFoundError
 
-    from assetlake_dagster.partitions import with_partition_key
+    from assetlake_dagster.defs.partitions import with_partition_key
 
     t = WriteTarget(
         uri=TableUri("s", "t"),

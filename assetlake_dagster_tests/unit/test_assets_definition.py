@@ -1,4 +1,4 @@
-"""A SQL asset's AssetsDefinition, built directly from an OpDefinition (assets.py), equals what
+"""A SQL asset's AssetsDefinition, built directly from an OpDefinition (defs/assets.py), equals what
 Dagster's own ``@multi_asset`` builds from the same spec, deps, checks, config and policy.
 
 Every project the suite loads is compared, asset by asset: op, inputs, outputs (types,
@@ -12,7 +12,7 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster_tests.helpers import PROJECTS, load_script
 
@@ -20,7 +20,7 @@ LOADABLE = ("arguments", "audited", "automation", "basic", "history", "partition
 
 
 def _reference(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """The same asset through ``@multi_asset``, as assets.py built it before."""
+    """The same asset through ``@multi_asset``, as defs/assets.py built it before."""
     (spec,) = assets_def.specs
     (output_name,) = assets_def.keys_by_output_name
     out = assets_def.op.output_def_named(output_name)

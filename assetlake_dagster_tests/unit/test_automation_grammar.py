@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from assetlake_dagster.annotations import parse_header
 from assetlake_dagster.errors import SourceText
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import AutomationKind, AutomationSpec, ScheduleSpec
 from assetlake_dagster_tests.helpers import MATERIALIZE_LINE, header_errors, parsed_header, run_cli
 

@@ -5,7 +5,7 @@ import gc
 
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ProjectError
 
 SQL = "-- materialize delta://s/t\nSELECT 1 AS id\n"

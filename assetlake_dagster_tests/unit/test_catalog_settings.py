@@ -4,7 +4,7 @@ import pytest
 
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import CatalogSettings
-from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run.resources import SparkDeltaResource
 
 
 def test_the_default_is_the_session_catalog_and_adds_no_setting(monkeypatch):
@@ -62,7 +62,7 @@ def test_an_unknown_catalog_names_the_choices():
 
 
 def test_the_thrift_server_needs_the_hive_catalog(monkeypatch):
-    from assetlake_dagster.spark.thrift_server import start_thrift_server
+    from assetlake_dagster.cli.jdbc import start_thrift_server
 
     monkeypatch.delenv("ASSETLAKE_CATALOG", raising=False)
     with pytest.raises(ConfigError, match="Set ASSETLAKE_CATALOG=hive"):
@@ -70,7 +70,7 @@ def test_the_thrift_server_needs_the_hive_catalog(monkeypatch):
 
 
 def test_a_three_part_name_of_a_catalog_the_session_lacks_is_a_located_load_error(tmp_path):
-    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.defs.build import build_definitions
     from assetlake_dagster.errors import ProjectError
 
     (tmp_path / "totals.sql").write_text(
@@ -91,7 +91,7 @@ def test_a_three_part_name_of_a_catalog_the_session_lacks_is_a_located_load_erro
 
 
 def test_a_catalog_plugin_named_like_a_lake_schema_is_a_located_load_error(tmp_path):
-    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.defs.build import build_definitions
     from assetlake_dagster.errors import ProjectError
 
     (tmp_path / "totals.sql").write_text(
@@ -118,8 +118,8 @@ def test_a_catalog_plugin_named_like_a_lake_schema_is_a_located_load_error(tmp_p
 
 
 def test_catalog_sync_covers_every_table_of_the_project_and_the_history_tables_views(tmp_path):
-    from assetlake_dagster.build import build_definitions
-    from assetlake_dagster.catalog_sync import project_tables
+    from assetlake_dagster.defs.build import build_definitions
+    from assetlake_dagster.cli.catalog_sync import project_tables
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
 
     tables = project_tables(build_definitions(DEMO_PROJECT_DIR, lake_root=str(tmp_path / "lake")))

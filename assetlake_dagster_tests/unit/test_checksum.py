@@ -7,7 +7,7 @@ import pytest
 from assetlake_dagster.lake.checksum import FileRows, parse_checksum, rows_by_partition, rows_in, version_file_rows
 from assetlake_dagster.lake.files import LocalFiles
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.materialization import version_files_here
+from assetlake_dagster.run.materialization_metadata import version_files_here
 from assetlake_dagster.spark.session import driver_on_this_machine
 from assetlake_dagster.writes import WriteResult
 

@@ -2,7 +2,7 @@
 
 import os
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster_tests.helpers import PROJECTS
 

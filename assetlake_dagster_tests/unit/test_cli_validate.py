@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 from assetlake_dagster_tests.helpers import PROJECTS as PROJECTS_DIR
 
 PROJECTS = Path(PROJECTS_DIR)
@@ -68,12 +68,12 @@ def test_no_subcommand_is_a_usage_error(capsys):
 def test_as_a_subprocess():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECTS.parents[1]), os.environ.get("PYTHONPATH", "")])}
     ok = subprocess.run(
-        [sys.executable, "-m", "assetlake_dagster.cli", "validate", "basic"],
+        [sys.executable, "-m", "assetlake_dagster.cli.main", "validate", "basic"],
         capture_output=True, text=True, env=env, check=False,
     )
     assert (ok.returncode, ok.stdout, ok.stderr) == (0, "ok: 4 assets, 2 external tables in basic\n", "")
     bad = subprocess.run(
-        [sys.executable, "-m", "assetlake_dagster.cli", "validate", "invalid"],
+        [sys.executable, "-m", "assetlake_dagster.cli.main", "validate", "invalid"],
         capture_output=True, text=True, env=env, check=False,
     )
     assert bad.returncode == 1 and bad.stdout == ""

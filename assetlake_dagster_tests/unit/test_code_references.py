@@ -4,8 +4,8 @@ and a repository URL is given (``build_definitions(git_url=...)`` or ``$ASSETLAK
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.code_references import GIT_BRANCH_ENV, GIT_URL_ENV, checked_out_branch, git_root
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.defs.code_references import GIT_BRANCH_ENV, GIT_URL_ENV, checked_out_branch, git_root
 from assetlake_dagster.errors import ConfigError
 
 SQL = "-- group marts\n-- materialize delta://mart/orders\nSELECT 1 AS id\n"

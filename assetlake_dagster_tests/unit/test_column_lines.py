@@ -4,9 +4,9 @@ carried into the catalog (descriptions, storage location)."""
 import pytest
 
 from assetlake_dagster.errors import ProjectError
-from assetlake_dagster.project import load_project
+from assetlake_dagster.project.load import load_project
 from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, ColumnSourceSpec, TableUri
-from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.defs.translator import AssetlakeTranslator
 
 ORDERS = "-- materialize delta://Sales/Orders\n\nSELECT 1 AS id, 2.0 AS amount, 0.5 AS tax\n"
 DIM = "-- materialize delta://sales/dim history key=id\n\nSELECT 1 AS id, 'a' AS tier\n"

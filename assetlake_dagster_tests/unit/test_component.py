@@ -13,7 +13,7 @@ import yaml
 from dagster.components.testing import create_defs_folder_sandbox
 
 from assetlake_dagster import AssetlakeProjectComponent, ConfigError, ProjectError, SparkDeltaResource, build_definitions
-from assetlake_dagster.component import COMPONENT_IO_MANAGER_KEY, EXAMPLE_SQL
+from assetlake_dagster.defs.component import COMPONENT_IO_MANAGER_KEY, EXAMPLE_SQL
 from assetlake_dagster_tests.helpers import REPO
 
 PROJECTS = os.path.join(REPO, "assetlake_dagster_tests", "projects")
@@ -103,7 +103,7 @@ def test_attributes_reach_the_spark_resource():
 
 
 def test_every_resource_setting_is_a_defs_yaml_setting():
-    from assetlake_dagster.component import SparkSettings
+    from assetlake_dagster.defs.component import SparkSettings
 
     # Derived from the resource: a setting added there is one here (lake_root is the component's own).
     assert set(SparkSettings.model_fields) == set(SparkDeltaResource.model_fields) - {"lake_root"}

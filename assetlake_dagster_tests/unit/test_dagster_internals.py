@@ -1,7 +1,7 @@
 """The private Dagster names and non-public members assetlake relies on still exist and
 still mean what we use.
 
-``assetlake_dagster/dagster_internals.py`` is the one module importing ``dagster._…`` or
+``assetlake_dagster/defs/dagster_internals.py`` is the one module importing ``dagster._…`` or
 using a member of a Dagster class that is not ``@public``; a Dagster release that moves or
 changes one of them fails here, by name.
 """
@@ -11,7 +11,7 @@ import warnings
 import dagster as dg
 import pytest
 
-from assetlake_dagster import dagster_internals as di
+from assetlake_dagster.defs import dagster_internals as di
 
 
 def test_the_library_imports_private_dagster_names_only_through_the_adapter():
@@ -185,6 +185,6 @@ def test_run_and_instance_adapters_work_on_a_real_run():
 
 def test_the_package_registers_itself_with_dagsters_library_registry():
     import assetlake_dagster
-    from assetlake_dagster.dagster_internals import registered_libraries
+    from assetlake_dagster.defs.dagster_internals import registered_libraries
 
     assert registered_libraries()["assetlake-dagster"] == assetlake_dagster.__version__

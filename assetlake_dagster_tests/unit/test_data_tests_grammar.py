@@ -5,9 +5,9 @@ import os
 import pytest
 
 from assetlake_dagster.annotations import parse_header
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ProjectError, SourceText
-from assetlake_dagster.project import load_project
+from assetlake_dagster.project.load import load_project
 from assetlake_dagster.spec import DataTestKind, DataTestSpec, TableUri
 from assetlake_dagster_tests.helpers import PROJECTS
 

@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogUnreadableError, read_metadata
-from assetlake_dagster.external import delta_column_schema
+from assetlake_dagster.defs.external import delta_column_schema
 
 
 def field(name, type_, nullable=True, comment=None):

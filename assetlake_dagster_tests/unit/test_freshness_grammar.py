@@ -5,10 +5,10 @@ from datetime import timedelta
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import FreshnessSpec
-from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.defs.translator import AssetlakeTranslator
 from assetlake_dagster_tests.helpers import MATERIALIZE_LINE, header_errors, parsed_header
 
 M = MATERIALIZE_LINE

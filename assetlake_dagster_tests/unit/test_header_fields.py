@@ -8,9 +8,9 @@ import pytest
 
 from assetlake_dagster.annotations import keywords
 from assetlake_dagster.annotations.fields import HeaderField, Repeat, declared_attributes, spec_arguments
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import CatalogSpec, SqlAssetSpec
-from assetlake_dagster.translator import AssetlakeTranslator
+from assetlake_dagster.defs.translator import AssetlakeTranslator
 from assetlake_dagster_tests.helpers import header_errors
 
 M = "-- materialize delta://a/t\n"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.project.load import parse_file
 
 PARTITIONED = "-- materialize delta://a/b\n-- partitioned daily start=2024-01-01 {}\nSELECT 1 AS x\n"
 LOCATED = re.compile(r"^f\.sql:(\d+):(\d+): ")

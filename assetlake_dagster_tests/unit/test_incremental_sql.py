@@ -5,8 +5,8 @@ The reading itself, against real change data feeds, is `dagster/test_change_feed
 
 import pytest
 
-from assetlake_dagster.incremental_sql import GROUPED, ROW_LOCAL, IncrementalShape, incremental_shape
-from assetlake_dagster.run_decision import RunInputs
+from assetlake_dagster.sql.incremental import GROUPED, ROW_LOCAL, IncrementalShape, incremental_shape
+from assetlake_dagster.run.decision import RunInputs
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster_tests.helpers import spec_of
 
@@ -124,7 +124,7 @@ def test_an_append_new_rows_is_row_local_and_says_so_when_it_loads():
     ],
 )
 def test_new_rows_misuse_is_a_located_error(text, expected):
-    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.project.load import parse_file
 
     _, problems = parse_file("/p/f.sql", text)
     assert [p.render().splitlines()[0][: len(expected)] for p in problems] == [expected]

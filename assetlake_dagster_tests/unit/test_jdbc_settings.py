@@ -3,9 +3,9 @@ the commands that refuse what cannot work before anything starts."""
 
 import pytest
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.resources import SparkDeltaResource
+from assetlake_dagster.run.resources import SparkDeltaResource
 from assetlake_dagster.spark.engine import EngineError, EngineState, WarmEngine
 from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
 

@@ -3,7 +3,7 @@
 
 import pytest
 
-from assetlake_dagster.lineage import ColumnSource, infer_column_lineage
+from assetlake_dagster.sql.lineage import ColumnSource, infer_column_lineage
 from assetlake_dagster.spec import TableUri
 
 ORDERS = TableUri("sales", "orders")

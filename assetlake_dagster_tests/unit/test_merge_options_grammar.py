@@ -5,9 +5,9 @@ MERGE the plan shows."""
 import pytest
 
 from assetlake_dagster import managed_write
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import MaterializeSpec, MergeOptions, TableUri, WriteStrategy
-from assetlake_dagster.target_predicate import TargetPredicate
+from assetlake_dagster.sql.target_predicate import TargetPredicate
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 
 SELECT = "SELECT 1 AS id, current_date() AS order_date, 'x' AS v, 2 AS n"

@@ -6,10 +6,12 @@ import pickle
 
 import pytest
 
-from assetlake_dagster import parse_cache, project
+from assetlake_dagster.project import parse_cache
+
+from assetlake_dagster.project import load as project
 from assetlake_dagster.errors import ProjectError
-from assetlake_dagster.parse_cache import ParseCache
-from assetlake_dagster.project import load_project
+from assetlake_dagster.project.parse_cache import ParseCache
+from assetlake_dagster.project.load import load_project
 
 FILES = {
     "a.sql": "-- materialize delta://s/a key=id\n\nSELECT 1 AS id, 'x' AS name\n",

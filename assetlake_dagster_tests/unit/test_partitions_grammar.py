@@ -7,10 +7,10 @@ import pytest
 
 from assetlake_dagster.annotations import parse_header
 from assetlake_dagster.errors import SourceText
-from assetlake_dagster.partitions import PartitionSlice, partition_mapping, partitions_definition
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.defs.partitions import PartitionSlice, partition_mapping, partitions_definition
+from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import PartitionKind, PartitionSpec, TableUri, UpstreamSpec, WindowSpec
-from assetlake_dagster.sql_analysis import replace_placeholders
+from assetlake_dagster.sql.analysis import replace_placeholders
 from assetlake_dagster.writes.slices import describe_slice, partition_literal, partition_predicate
 
 M = "-- materialize delta://a/t\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assetlake_dagster.errors import ConfigError, ProjectError
-from assetlake_dagster.project import discover_sql_files, load_project, parse_file
+from assetlake_dagster.project.load import discover_sql_files, load_project, parse_file
 from assetlake_dagster.spec import ArgumentType, SqlStatement, TableUri, WriteStrategy
 from assetlake_dagster_tests.helpers import PROJECTS as PROJECTS_DIR
 
@@ -488,8 +488,8 @@ def test_a_sql_name_that_is_not_a_regular_file_is_a_load_error_not_a_hang(tmp_pa
 
 
 def test_the_description_shows_the_sql_as_written_with_its_placeholders():
-    from assetlake_dagster.project import parse_file
-    from assetlake_dagster.translator import AssetlakeTranslator
+    from assetlake_dagster.project.load import parse_file
+    from assetlake_dagster.defs.translator import AssetlakeTranslator
 
     text = (
         "-- materialize delta://s/t\n-- partitioned daily start=2024-01-01\n\n"

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from assetlake_dagster import ConfigError, SparkDeltaResource, build_definitions, sql_run_config
-from assetlake_dagster.run_config import ARGUMENTS_METADATA_KEY, arguments_from_metadata
+from assetlake_dagster.defs.run_config import ARGUMENTS_METADATA_KEY, arguments_from_metadata
 from assetlake_dagster.spec import ArgumentSpec, ArgumentType
 from assetlake_dagster_tests.helpers import PROJECTS, run_cli
 
@@ -290,7 +290,7 @@ def test_backfill_of_an_asset_with_a_required_argument_needs_arg(capsys, cli_pro
 
 
 def test_run_backfill_refuses_run_config_that_does_not_fit_before_any_run(defs):
-    from assetlake_dagster.backfill import run_backfill
+    from assetlake_dagster.cli.backfill import run_backfill
 
     instance = dg.DagsterInstance.ephemeral()
     wrong = {"ops": {"sql__mart__big_events": {"config": {"min_amont": 1.0}}}}

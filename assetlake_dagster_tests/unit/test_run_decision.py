@@ -7,7 +7,7 @@ import pytest
 
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster_tests.helpers import spec_of
-from assetlake_dagster.run_decision import RunInputs, current_inputs, non_deterministic_call, reads_outside_the_lake
+from assetlake_dagster.run.decision import RunInputs, current_inputs, non_deterministic_call, reads_outside_the_lake
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ import datetime as dt
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ConfigError, display_path
-from assetlake_dagster.schedules import AssetEntry, asset_schedules, check_generated_names, group_jobs, run_requests
+from assetlake_dagster.defs.schedules import AssetEntry, asset_schedules, check_generated_names, group_jobs, run_requests
 from assetlake_dagster.spec import ScheduleSpec
 
 UTC = dt.timezone.utc

@@ -3,7 +3,7 @@ and the diff says exactly what changed."""
 
 import pytest
 
-from assetlake_dagster.schema_history import ColumnShape, next_schema_version, schema_diff
+from assetlake_dagster.run.schema_history import ColumnShape, next_schema_version, schema_diff
 
 ID, NAME, SCORE = ColumnShape("id", "int", True), ColumnShape("name", "string", True), ColumnShape("score", "double", True)
 

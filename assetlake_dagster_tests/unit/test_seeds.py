@@ -5,7 +5,7 @@ import decimal
 
 import pytest
 
-from assetlake_dagster.seeds import infer_type, load_seeds, parse_seed
+from assetlake_dagster.project.seeds import infer_type, load_seeds, parse_seed
 from assetlake_dagster.spec import TableUri
 
 COUNTRIES = """\
@@ -205,8 +205,8 @@ def _project(tmp_path, files):
 def test_a_sql_file_reads_a_seed_as_its_upstream_asset(tmp_path):
     import dagster as dg
 
-    from assetlake_dagster.build import build_definitions
-    from assetlake_dagster.project import load_project
+    from assetlake_dagster.defs.build import build_definitions
+    from assetlake_dagster.project.load import load_project
 
     root = _project(tmp_path, {"ref/sizes.csv": "-- seed delta://ref/sizes key=id\nid,label\n1,S\n", "o.sql": SIZES_SQL})
     project = load_project(root)
@@ -220,7 +220,7 @@ def test_a_sql_file_reads_a_seed_as_its_upstream_asset(tmp_path):
 
 def test_a_table_two_producers_write_is_located(tmp_path):
     from assetlake_dagster.errors import ProjectError
-    from assetlake_dagster.project import load_project
+    from assetlake_dagster.project.load import load_project
 
     root = _project(tmp_path, {
         "a.csv": "-- seed delta://ref/sizes\nid\n1\n",

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 from assetlake_dagster.spark.install import delta_version, hadoop_version
 
 SDK = "2.99.1"

@@ -4,7 +4,7 @@ import pytest
 
 from assetlake_dagster.errors import SourceLocation, SourceText
 from assetlake_dagster.spec import SqlStatement, TableUri
-from assetlake_dagster.sql_analysis import analyze_sql
+from assetlake_dagster.sql.analysis import analyze_sql
 
 HEADER = "-- materialize delta://a/t\n// group g\n\n"  # the body starts on line 4
 
@@ -296,7 +296,7 @@ def test_bad_table_references(body, expected):
 
 
 def test_a_three_part_name_is_another_catalogs_table_and_spark_catalog_is_the_lakes():
-    # Whether the session has catalog 'cat' is checked when the definitions load (project.py).
+    # Whether the session has catalog 'cat' is checked when the definitions load (project/load.py).
     analysis, diagnostics = analyze("SELECT id FROM cat.raw.orders JOIN spark_catalog.raw.people USING (id)")
     assert diagnostics == []
     assert [(t.name, t.location, t.span) for t in analysis.foreign_tables] == [

@@ -9,13 +9,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assetlake_dagster.cli import main
+from assetlake_dagster.cli.main import main
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
-from assetlake_dagster.project import load_project
+from assetlake_dagster.project.load import load_project
 from assetlake_dagster.spec import TableUri
-from assetlake_dagster.sql_rewrite import rename_tables
-from assetlake_dagster.sql_test_run import _compare, load_sql_tests, project_tests
-from assetlake_dagster.sql_tests import SqlTestCase, parse_test_file
+from assetlake_dagster.sql.rewrite import rename_tables
+from assetlake_dagster.cli.sql_test_run import _compare, load_sql_tests, project_tests
+from assetlake_dagster.project.sql_tests import SqlTestCase, parse_test_file
 
 REVENUE_SQL = """\
 -- materialize delta://analytics/revenue

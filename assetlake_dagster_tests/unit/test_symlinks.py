@@ -7,7 +7,7 @@ import os
 import pytest
 
 from assetlake_dagster.errors import ProjectError
-from assetlake_dagster.project import load_project
+from assetlake_dagster.project.load import load_project
 
 ASSET = "-- materialize delta://m/a\n{extra}\nSELECT 1 AS id\n"
 
@@ -77,6 +77,6 @@ def test_a_data_test_path_with_a_nul_is_a_located_error(tmp_path, monkeypatch):
         "Name the file with printable characters, e.g. 'tests/no_negative_amounts.sql'."
     ]
     # and the path check itself does not raise on it (a missing file)
-    from assetlake_dagster.project_files import outside as _outside
+    from assetlake_dagster.project.folder import outside as _outside
 
     assert _outside("tests/no\x00_negative.sql", ".") is False

@@ -3,7 +3,7 @@ error of each mistake, in the header and against the SQL."""
 
 import pytest
 
-from assetlake_dagster.project import parse_file
+from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import ClusterColumn, LayoutSpec, MaintainSpec
 from assetlake_dagster_tests.helpers import header_errors, parsed_header
 

@@ -7,8 +7,8 @@ exactly the same problems (one round, nothing reported twice), and the expected 
 import dagster as dg
 import pytest
 
-from assetlake_dagster.build import build_definitions
-from assetlake_dagster.cli import main
+from assetlake_dagster.defs.build import build_definitions
+from assetlake_dagster.cli.main import main
 from assetlake_dagster.errors import ProjectError
 
 PYTHON_ASSET = '''
@@ -326,8 +326,8 @@ def test_a_python_asset_producing_the_referenced_table_passes_both(tmp_path, mon
 )
 def test_what_validate_accepts_dagster_builds(tmp_path, line):
     """The edges of the accepted range: Dagster's own objects take them, no crash later."""
-    from assetlake_dagster.partitions import partitions_definition
-    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.defs.partitions import partitions_definition
+    from assetlake_dagster.project.load import parse_file
 
     spec, problems = parse_file("f.sql", f"-- materialize delta://m/a\n-- partitioned {line}\n\nSELECT 1 AS id\n")
     assert problems == []
@@ -348,7 +348,7 @@ def test_the_first_window_is_dagsters():
     import random
 
     from assetlake_dagster.annotations.partitioned import first_window
-    from assetlake_dagster.partitions import partitions_definition
+    from assetlake_dagster.defs.partitions import partitions_definition
     from assetlake_dagster.spec import PartitionKind, PartitionSpec
 
     rng = random.Random(15)
@@ -362,7 +362,7 @@ def test_the_first_window_is_dagsters():
 
 @pytest.mark.parametrize("kind, window", [("hourly", "878400h"), ("daily", "36600d"), ("weekly", "5300w"), ("monthly", "1200mo")])
 def test_the_largest_window_maps_from_the_earliest_partition(tmp_path, kind, window):
-    from assetlake_dagster.dagster_internals import resolve_assets_def
+    from assetlake_dagster.defs.dagster_internals import resolve_assets_def
 
     _write(
         tmp_path / "case",

@@ -128,14 +128,14 @@ def product_run(spark, lake, spec, keys: list[str], steps: Optional[dict] = None
     """One Dagster run of the SQL asset ``spec`` for partition ``keys``, through the product's
     functions in the order the asset's compute and the Delta IO manager call them. ``steps``:
     when given, each step's seconds and Spark jobs are added to it (the untimed profile)."""
-    from assetlake_dagster.dagster_internals import time_window_of
-    from assetlake_dagster.io_manager import with_partition_column
+    from assetlake_dagster.defs.dagster_internals import time_window_of
+    from assetlake_dagster.run.io_manager import with_partition_column
     from assetlake_dagster.lake.registration import register_table
-    from assetlake_dagster.lineage_metadata import column_lineage_metadata
-    from assetlake_dagster.materialization import materialization_metadata, partition_row_counts
-    from assetlake_dagster.partitions import PartitionSlice, partitions_definition
-    from assetlake_dagster.resources import SparkDeltaResource
-    from assetlake_dagster.sql_runner import resolve_upstreams, run_sql_slices
+    from assetlake_dagster.defs.lineage_metadata import column_lineage_metadata
+    from assetlake_dagster.run.materialization_metadata import materialization_metadata, partition_row_counts
+    from assetlake_dagster.defs.partitions import PartitionSlice, partitions_definition
+    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.run.sql_runner import resolve_upstreams, run_sql_slices
     from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
     from assetlake_dagster.writes.retry import write_with_retries
     from assetlake_dagster.writes.slices import describe_slice
@@ -145,7 +145,7 @@ def product_run(spark, lake, spec, keys: list[str], steps: Optional[dict] = None
     # SparkDeltaResource.new_session() in local mode: newSession() of the shared session.
     session = step("new_session", spark.newSession)
     try:
-        # the asset's compute (sql_asset_run.py run_sql_asset)
+        # the asset's compute (run/sql_asset.py run_sql_asset)
         step("resolve_upstreams", resolve_upstreams, session, lake, spec)
 
         def run_slices() -> list:
@@ -159,7 +159,7 @@ def product_run(spark, lake, spec, keys: list[str], steps: Optional[dict] = None
         slices = step("run_slices", run_slices)
         df = step("run_sql_slices", run_sql_slices, session, spec, {}, slices)
         step("column_lineage_metadata", column_lineage_metadata, session, spec, {})
-        # the IO manager (io_manager.py handle_output)
+        # the IO manager (run/io_manager.py handle_output)
         contract = spec.materialize
         uri, write = contract.uri, strategy_for(contract.strategy)
         partitions = tuple(keys)
@@ -278,7 +278,7 @@ def run(spark, workdir: str, days: int = 365, rows_per_day: int = 10_000, reps: 
 def _run(spark, workdir: str, days: int, rows_per_day: int, reps: int, anchor_reps: int) -> dict:
     from assetlake_dagster.lake.root import Lake
     from assetlake_dagster.lake.registration import register_table
-    from assetlake_dagster.project import parse_file
+    from assetlake_dagster.project.load import parse_file
     from assetlake_dagster.spec import TableUri
 
     if not 1 <= days <= 1000:

@@ -51,11 +51,11 @@ def build_demo(spark, root: str):
     fresh instance. Returns ``(defs, instance, lake_root, specs)``."""
     import dagster as dg
 
-    from assetlake_dagster.build import build_definitions
+    from assetlake_dagster.defs.build import build_definitions
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
     from assetlake_dagster.demo.landing import seed
-    from assetlake_dagster.project import load_project
-    from assetlake_dagster.resources import SparkDeltaResource
+    from assetlake_dagster.project.load import load_project
+    from assetlake_dagster.run.resources import SparkDeltaResource
 
     lake_root = os.path.join(root, "lake")
     os.makedirs(lake_root, exist_ok=True)
@@ -102,7 +102,7 @@ def plan_runs(defs, keys: set) -> list[tuple[list, Any]]:
 
 def execute(defs, instance, runs: list[tuple[list, Any]], label: str) -> list[str]:
     """Run each planned run in process; every run must succeed. Returns the run ids."""
-    from assetlake_dagster.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+    from assetlake_dagster.defs.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
     run_ids = []
     for keys, partitions_def in runs:
@@ -198,7 +198,7 @@ def asset_outcomes(instance, keys: list, run_ids: list[str]) -> dict[str, dict]:
 def one_rep(spark, workdir: str, rep: int) -> dict:
     import dagster as dg
 
-    from assetlake_dagster.run_decision import non_deterministic_call
+    from assetlake_dagster.run.decision import non_deterministic_call
 
     root = os.path.join(workdir, "b8", f"rep{rep}")
     defs, instance, lake_root, specs = build_demo(spark, root)

@@ -44,8 +44,8 @@ from typing import Any
 from common import BenchError, _jobs_started, check_equal, commits_since, latest_version, path_ident, progress
 
 GOAL = 0.05
-READ_KEY = "assetlake/read"  # assetlake_dagster.change_feed.READ_KEY (checked in run())
-FORCE_TAG = "assetlake/force"  # assetlake_dagster.run_decision.FORCE_TAG
+READ_KEY = "assetlake/read"  # assetlake_dagster.run.change_feed.READ_KEY (checked in run())
+FORCE_TAG = "assetlake/force"  # assetlake_dagster.run.decision.FORCE_TAG
 #: Every commit of a batch: which rows an UPDATE (amount + 1) and a DELETE hit, and how many are inserted.
 UPDATE_MOD, DELETE_MOD, INSERT_FRACTION = 2000, 5000, 0.0003
 KINDS = ("click", "view", "buy", "refund")
@@ -99,8 +99,8 @@ class Lake:
     def __init__(self, name: str, root: str, project: str):
         import dagster as dg
 
-        from assetlake_dagster.build import build_definitions
-        from assetlake_dagster.resources import SparkDeltaResource
+        from assetlake_dagster.defs.build import build_definitions
+        from assetlake_dagster.run.resources import SparkDeltaResource
 
         self.name, self.root = name, root
         self.defs = build_definitions(project, spark=SparkDeltaResource(lake_root=root, mode="local"))
@@ -230,8 +230,8 @@ def compare(spark, inc: Lake, full: Lake) -> dict:
 
 
 def run(spark, workdir: str, rows: int, reps: int, warmup: bool = True) -> dict:
-    from assetlake_dagster.change_feed import READ_KEY as PRODUCT_READ_KEY
-    from assetlake_dagster.run_decision import FORCE_TAG as PRODUCT_FORCE_TAG
+    from assetlake_dagster.run.change_feed import READ_KEY as PRODUCT_READ_KEY
+    from assetlake_dagster.run.decision import FORCE_TAG as PRODUCT_FORCE_TAG
 
     if (PRODUCT_READ_KEY, PRODUCT_FORCE_TAG) != (READ_KEY, FORCE_TAG):
         raise BenchError(f"B9: the product's keys changed: {PRODUCT_READ_KEY!r}, {PRODUCT_FORCE_TAG!r}")

@@ -6,6 +6,6 @@ underscore keeps ``build_definitions`` from importing this file as a Python asse
 
 import os
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 
 defs = build_definitions(os.path.dirname(__file__))

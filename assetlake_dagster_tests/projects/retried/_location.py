@@ -8,7 +8,7 @@ import os
 
 import dagster as dg
 
-from assetlake_dagster.build import build_definitions
+from assetlake_dagster.defs.build import build_definitions
 
 ORDERS = dg.AssetKey(["mart", "orders"])
 

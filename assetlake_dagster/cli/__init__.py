@@ -1,0 +1,1 @@
+"""The ``assetlake`` command line: one module per command group."""

@@ -1,0 +1,261 @@
+"""What a SQL asset's run does: run the file's SQL in the asset's own session, audit the
+rows with its data tests, and hand them to the IO manager (or, for ``manual`` files, run
+the statements and record the table's version).
+
+Kept apart from :mod:`assetlake_dagster.defs.assets`, which builds the definitions: this half
+needs PySpark, which a code location then loads only when a run starts, not with its
+definitions.
+"""
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Optional
+
+import dagster as dg
+
+from assetlake_dagster.run.change_feed import READ_KEY, ChangeRead, appended_up_to, read_changes, read_new_rows
+from assetlake_dagster.defs.checks import audit_failure, check_events, refuse_run_retries, selected_tests
+from assetlake_dagster.run.data_tests import blocking_failures, evaluate_run
+from assetlake_dagster.run.defer import deferred_inputs, deferred_metadata, sql_asset_reads
+from assetlake_dagster.defs.dagster_internals import is_observable_source, run_asset_graph
+from assetlake_dagster.errors import display_path
+from assetlake_dagster.lake.registration import ensure_schema, register_table
+from assetlake_dagster.defs.lineage_metadata import column_lineage_metadata
+from assetlake_dagster.run.materialization_metadata import materialization_metadata, version_files_here
+from assetlake_dagster.defs.partitions import run_slices
+from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.run.decision import RunInputs, inputs_metadata, last_recorded_inputs
+from assetlake_dagster.spark.python_values import in_session_zone
+from assetlake_dagster.spark.session import local_checkpoint
+from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
+from assetlake_dagster.sql.rewrite import with_tables_replaced
+from assetlake_dagster.run.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
+from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
+from assetlake_dagster.lake.versions import current_version
+
+
+def run_sql_asset(
+    context: dg.AssetExecutionContext,
+    spec: SqlAssetSpec,
+    asset_spec: dg.AssetSpec,
+    output_name: str,
+    managed: bool,
+    resource: SparkDeltaResource,
+    spark: Any,
+    args: dict[str, Any],
+    keys_by_table: Mapping[TableUri, dg.AssetKey],
+    inputs: Optional[RunInputs] = None,
+    changes_since: Optional[RunInputs] = None,
+) -> Iterator[Any]:
+    """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
+    run config's argument values ``args`` (a naive timestamp read in the session's zone).
+    ``inputs``: what the run read, as :mod:`~assetlake_dagster.run.decision` found it before
+    the run (recorded, so that the next run can tell whether anything changed);
+    ``changes_since``: the last run's, when this one may read only what changed since
+    (:mod:`~assetlake_dagster.run.change_feed`)."""
+    lake, prod = resource.lake, resource.defer_lake
+    # A naive timestamp argument is a wall time in the session's zone, as in a SQL unit test
+    # (sql_test_run), not in this machine's: the SQL, its setup and its data tests bind these.
+    args = in_session_zone(spark, args)
+    # A dev lake's missing upstreams are read from prod, pinned for the run (run/defer.py).
+    deferred = deferred_inputs(spark, lake, prod, sql_asset_reads(spec), (context.instance, context.run.run_id))
+    upstream_versions = resolve_upstreams(
+        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, keys_by_table)
+    )
+    prod_reads = {d.uri: (d.path, d.version) for d in deferred.values() if d.uri == d.table}
+    written = spec  # lineage is the file's, whatever the run reads
+    if deferred:
+        spec = with_tables_replaced(spec, {uri: d.sql for uri, d in deferred.items()})
+        shown = ", ".join(f"{d.uri} (version {d.version})" for d in deferred.values())
+        context.log.info(f"read from the prod lake {prod.root}: {shown}")
+    context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
+    slices = run_slices(context) if spec.partitions else []
+    if slices:
+        keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
+        context.log.info(f"partitions: {keys}")
+    if not managed:
+        yield _run_manual(context, spark, lake, spec, args, upstream_versions, slices)
+        return
+    tests = selected_tests(context, spec, asset_spec.key)
+    partitions = [s.key for s in slices]
+    if asset_spec.key not in context.selected_asset_keys:
+        # Checks run on their own: test the committed table, write nothing.
+        write = strategy_for(spec.materialize.strategy)
+        scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, partitions))
+        if scope is None:
+            raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
+        if blocking_failures(outcomes):
+            # Dagster fails the step for a failed blocking check; retrying cannot help.
+            refuse_run_retries(context.instance, context.run.run_id)
+        yield from check_events(context, asset_spec.key, outcomes)
+        return
+    if spec.materialize.new_rows:
+        read = _new_rows(context, spark, lake, spec, args, asset_spec.key, deferred)
+    else:
+        read = None if slices else _changed_rows(context, spark, lake, spec, args, inputs, changes_since, deferred)
+    if read is not None:
+        df = read.rows
+    else:
+        df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
+    outcomes = []
+    if tests:
+        # Audit before publish: the tests see exactly the rows the write will commit
+        # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
+        df = local_checkpoint(df)
+        target = _audit_target(spec, lake, partitions)
+        scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
+        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
+        for outcome in outcomes:
+            if not outcome.passed:
+                context.log.warning(outcome.message(str(spec.uri)))
+        if blocking_failures(outcomes):
+            # Nothing is written: the results judge the table as it stays.
+            yield from check_events(context, asset_spec.key, outcomes)
+            refuse_run_retries(context.instance, context.run.run_id)
+            raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+    output = dg.Output(
+        df,
+        output_name=output_name,
+        metadata={
+            UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
+            **inputs_metadata(inputs),
+            **({READ_KEY: dg.MetadataValue.json(dict(read.metadata))} if read is not None else {}),
+            **(deferred_metadata(prod, deferred) if deferred else {}),
+            **column_lineage_metadata(spark, written, keys_by_table),
+        },
+    )
+    # The tests ran on the staged rows, before the commit; their results are reported
+    # after it, so that each evaluation targets the materialization this write creates
+    # (Dagster links a result to the asset's latest materialization when it is yielded;
+    # before the write that was the previous one, or none: "Target materialization –").
+    # A partition's check status also shows only while it targets its latest one.
+    yield output
+    yield from check_events(context, asset_spec.key, outcomes)
+
+
+def _changed_rows(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    args: Mapping[str, Any],
+    inputs: Optional[RunInputs],
+    changes_since: Optional[RunInputs],
+    deferred: Mapping[TableUri, Any],
+) -> Optional[ChangeRead]:
+    """The rows of a run that reads only its upstream's changes, or ``None`` (with the
+    reason in the log) when it reads in full."""
+    if inputs is None or changes_since is None:
+        return None
+    if deferred:
+        reason = "it reads tables from the prod lake"
+    else:
+        read = read_changes(spark, lake, spec, args, changes_since, inputs)
+        if isinstance(read, ChangeRead):
+            context.log.info(f"{spec.uri}: {read.message}")
+            return read
+        reason = read
+    context.log.info(f"{spec.uri}: reads its inputs in full: {reason}.")
+    return None
+
+
+def _new_rows(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    args: Mapping[str, Any],
+    key: dg.AssetKey,
+    deferred: Mapping[TableUri, Any],
+) -> ChangeRead:
+    """The rows an ``append new_rows`` appends: its SELECT over what its upstream gained
+    since the versions the table's rows were read up to; the run fails (nothing appended)
+    when they cannot be read, as reading the upstream whole would append its rows again."""
+    from assetlake_dagster.sql.incremental import incremental_shape
+    from assetlake_dagster.lake.delta_log import DeltaTableMissingError
+
+    def fail(reason: str) -> dg.Failure:
+        return dg.Failure(
+            f"{spec.uri}: 'append new_rows' cannot read the rows its upstream gained: {reason}. "
+            "Nothing was appended; the table stays at its version.",
+            allow_retries=False,
+        )
+
+    if deferred:
+        raise fail("it reads tables from the prod lake, whose versions are not this lake's")
+    name = str(incremental_shape(spec).table)  # checked row-local when the project loaded
+    try:
+        position = appended_up_to(lake, spec.uri)
+        exists = True
+    except DeltaTableMissingError:
+        position, exists = None, False
+    if exists and position is None:  # rows appended before 'new_rows' was declared
+        recorded = last_recorded_inputs(context.instance, key)
+        position = dict(recorded.tables) if recorded is not None else None
+    start = position.get(name) if position is not None else None
+    if exists and start is None:
+        raise fail(
+            f"the table holds rows but no record of the version of {name} they were read up to, so reading "
+            f"{name} whole would append its rows again. Drop the table to append from the start, or remove 'new_rows'"
+        )
+    read = read_new_rows(spark, lake, spec, args, start)
+    if isinstance(read, str):
+        raise fail(read)
+    context.log.info(f"{spec.uri}: {read.message}")
+    return read
+
+
+def _external_upstreams(
+    context: dg.AssetExecutionContext, spec: SqlAssetSpec, keys_by_table: Mapping[TableUri, dg.AssetKey]
+) -> set[TableUri]:
+    """The upstreams that are external tables (observable sources, which no asset of the
+    project materializes): a missing one is to be landed, not materialized.
+
+    Read from the code location's asset graph, which every run launched from one has (the UI,
+    ``dagster asset materialize``, ``dg launch``, schedules and sensors). ``execute_in_process``
+    sets none; its job's graph then answers, and a job of selected assets shows every other
+    asset as external without being observable, so there nothing is claimed external.
+    """
+    graph = run_asset_graph(context)
+    return {
+        upstream.uri
+        for upstream in spec.upstreams
+        if upstream.uri in keys_by_table and is_observable_source(graph, keys_by_table[upstream.uri])
+    }
+
+
+def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarget:
+    """The write the IO manager is about to make (for the tests' scopes; never written)."""
+    stamp = CommitStamp(run_id="audit", asset=f"{spec.uri.schema}/{spec.uri.table}")
+    return WriteTarget.from_spec(spec.materialize, lake.table_path(spec.uri), stamp, partitions)
+
+
+def _run_manual(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    args: dict[str, Any],
+    upstream_versions: dict[str, Any],
+    slices: list,
+) -> dg.MaterializeResult:
+    ensure_schema(spark, lake, spec.uri.schema)
+    if lake.table_exists(spark, spec.uri):
+        register_table(spark, lake, spec.uri)
+    for bindings in [s.bindings() for s in slices] or [{}]:
+        run_sql_file(spark, spec, {**args, **bindings})
+    metadata: dict[str, Any] = {UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions)}
+    if lake.table_exists(spark, spec.uri):
+        register_table(spark, lake, spec.uri)
+        path = lake.table_path(spec.uri)
+        result = WriteResult(committed=True, version=current_version(spark, path), operation="manual")
+        files, file_rows = version_files_here(spark, lake, path, result.version)
+        metadata.update(
+            materialization_metadata(spark, spec.uri, path, "manual", result, file_rows=file_rows, files=files)
+        )
+        # The script wrote by itself: we cannot tell whether this run committed.
+        for key in ("delta/committed", "assetlake/rows_written", "delta/operation_metrics"):
+            metadata.pop(key, None)
+    else:
+        context.log.warning(f"{spec.uri}: the manual script left no Delta table at {lake.table_path(spec.uri)}")
+    return dg.MaterializeResult(asset_key=context.asset_key, metadata=metadata)

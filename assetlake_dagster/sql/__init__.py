@@ -1,0 +1,1 @@
+"""The SQL text itself: statements, analysis, rewrites, predicates, column lineage, incremental reads."""
