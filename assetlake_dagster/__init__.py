@@ -19,6 +19,7 @@ from assetlake_dagster.errors import (
     ConfigError as ConfigError,
     KeyViolationError as KeyViolationError,
     ProjectError as ProjectError,
+    UsageError as UsageError,
     WriteError as WriteError,
 )
 from assetlake_dagster.run.io_manager import (
@@ -67,5 +68,6 @@ __all__ = [
     "ConfigError",
     "KeyViolationError",
     "ProjectError",
+    "UsageError",
     "WriteError",
 ]

@@ -94,6 +94,12 @@ class ConfigError(AssetlakeError):
     """A resource or environment setting is invalid (bad lake root, bad Spark option)."""
 
 
+class UsageError(AssetlakeError, ValueError):
+    """An argument given to the package's Python API is invalid: a ``managed_write`` option,
+    a ``source_freshness`` text, a write contract without a table. Also a ``ValueError``, as
+    these were before they joined this tree, so ``except ValueError`` still catches them."""
+
+
 class WriteError(AssetlakeError):
     """A managed write was refused or failed; the table keeps its prior version.
 

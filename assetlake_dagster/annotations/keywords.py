@@ -27,7 +27,7 @@ from assetlake_dagster.annotations.header import Header, HeaderDraft, Word, head
 from assetlake_dagster.annotations.materialize import check_materialized, parse_materialize
 from assetlake_dagster.annotations.partitioned import check_not_history, parse_partitioned
 from assetlake_dagster.annotations.upstreams import parse_on
-from assetlake_dagster.errors import Diagnostic, SourceText, did_you_mean
+from assetlake_dagster.errors import Diagnostic, SourceText, UsageError, did_you_mean
 
 #: Parses one header line: ``(draft, keyword, rest, raw)``, where ``keyword`` is the line's
 #: first word, ``rest`` the words after it and ``raw`` the whole line as written.
@@ -106,6 +106,6 @@ def parse_line_text(keyword: str, text: str, origin: str) -> Any:
     """
     header, problems = parse_header(SourceText.of(origin, f"-- materialize delta://s/t\n-- {keyword} {text}\n"))
     if problems:
-        raise ValueError("\n".join(p.render() for p in problems))
+        raise UsageError("\n".join(p.render() for p in problems))
     return header.fields[keyword]
 

@@ -64,7 +64,7 @@ def build_sql_asset(
         if spec.partitions and not (context.has_partition_key or context.has_partition_key_range):
             # Dagster launches a check-only run of a partitioned asset without a partition
             # if asked to; its partition keys would fail below with an internal error.
-            raise dg.Failure(
+            raise AssetlakeError(
                 f"{spec.uri} is partitioned: run it, or its checks, for one or more partitions.", allow_retries=False
             )
         # Before Spark: a date argument that is not a date fails in a moment, not after a session.

@@ -16,6 +16,7 @@ from typing import Optional, Union
 import dagster as dg
 
 from assetlake_dagster.defs.dagster_internals import partition_keys_starting_in, time_window_of
+from assetlake_dagster.errors import UsageError
 from assetlake_dagster.spec import FreshnessSpec, SqlAssetSpec, TableUri
 
 _SOURCE_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
@@ -258,7 +259,7 @@ def source_freshness_defaults(texts: SourceFreshness) -> dict[str, FreshnessSpec
     A source's check has one severity, so a ``warn=`` is refused.
 
     Raises:
-        ValueError: a text the line's grammar refuses (with its located message), or a
+        UsageError: (a ``ValueError``) a text the line's grammar refuses (with its located message), or a
             ``warn=``, or a key that is not ``schema.table`` or ``*``.
 
     Example:
@@ -274,10 +275,10 @@ def source_freshness_defaults(texts: SourceFreshness) -> dict[str, FreshnessSpec
     for table, text in given.items():
         origin = f"source_freshness[{table!r}]"
         if table != EVERY_SOURCE and not _SOURCE_NAME_RE.fullmatch(table):
-            raise ValueError(f"{origin}: '{table}' is not a table. Name it 'schema.table', or '*' for every external table.")
+            raise UsageError(f"{origin}: '{table}' is not a table. Name it 'schema.table', or '*' for every external table.")
         spec = parse_line_text("freshness", text, origin)
         if spec.warn is not None:
-            raise ValueError(
+            raise UsageError(
                 f"{origin}: a source's freshness check has one severity: 'warn=' is not taken. Give 'fail=' only."
             )
         defaults[table.lower()] = spec

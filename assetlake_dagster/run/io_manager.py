@@ -27,7 +27,7 @@ from assetlake_dagster.run.defer import deferred_inputs
 from assetlake_dagster.lake.delta_sql import read
 from assetlake_dagster.spark.engine import engine_lost_failure
 from assetlake_dagster.spark.error_logs import errors_reported_by_caller
-from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.errors import ConfigError, UsageError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.registration import register_current_view, register_table
 from assetlake_dagster.run.materialization_metadata import (
@@ -132,33 +132,33 @@ def managed_write(
     """
     kind = WriteStrategy(strategy)
     if kind is WriteStrategy.MANUAL:
-        raise ValueError("'manual' is for SQL files that write themselves; return nothing instead")
+        raise UsageError("'manual' is for SQL files that write themselves; return nothing instead")
     # Which options a strategy takes is the strategy class's to say (writes/<name>.py).
     write = strategy_for(kind)
     if write.needs_key and not key:
-        raise ValueError(f"{kind.value} needs key=[...] columns")
+        raise UsageError(f"{kind.value} needs key=[...] columns")
     if key and not write.needs_key:
         keyed = " and ".join(s.value for s, w in STRATEGIES.items() if w.needs_key)
-        raise ValueError(f"key= only applies to {keyed}, not {kind.value}")
+        raise UsageError(f"key= only applies to {keyed}, not {kind.value}")
     if (track or valid_from is not None) and not write.history_options:
         scd2 = " and ".join(s.value for s, w in STRATEGIES.items() if w.history_options)
-        raise ValueError(f"track= and valid_from= only apply to {scd2}, not {kind.value}")
+        raise UsageError(f"track= and valid_from= only apply to {scd2}, not {kind.value}")
     if valid_from is not None and (not is_identifier(valid_from) or valid_from.lower() in {k.lower() for k in key}):
-        raise ValueError(f"valid_from={valid_from!r}: name one plain non-key column, e.g. 'updated_at'")
+        raise UsageError(f"valid_from={valid_from!r}: name one plain non-key column, e.g. 'updated_at'")
     if deletes is not None:
         wanted = "close" if write.history_options else "delete" if kind is WriteStrategy.MERGE else None
         if wanted is None:
-            raise ValueError(f"deletes= applies to merge ('delete') and history ('close'), not {kind.value}")
+            raise UsageError(f"deletes= applies to merge ('delete') and history ('close'), not {kind.value}")
         if deletes != wanted:
-            raise ValueError(f"deletes={deletes!r}: a {kind.value} takes deletes={wanted!r} (default: None, the key stays)")
+            raise UsageError(f"deletes={deletes!r}: a {kind.value} takes deletes={wanted!r} (default: None, the key stays)")
     overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
     if overlap:
-        raise ValueError(f"track= includes key columns {overlap}; track only non-key columns")
+        raise UsageError(f"track= includes key columns {overlap}; track only non-key columns")
     merge = _merge_options(kind, key, update, keep, within, deletes == "delete")
     uri = TableUri.parse(table) if table is not None else None
     bad = [c for c in cluster_by if not is_identifier(c)]
     if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
-        raise ValueError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
+        raise UsageError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
     layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
     contract = write_contract(kind, tuple(key), tuple(track), deletes == "close", uri, merge, valid_from)
     return {WRITE_METADATA_KEY: contract, **layout.to_metadata()}
@@ -176,19 +176,19 @@ def _merge_options(
     if not (update or keep or within):
         return MergeOptions(deletes=deletes)
     if kind is not WriteStrategy.MERGE:
-        raise ValueError(f"update=, keep= and within= only apply to merge, not {kind.value}")
+        raise UsageError(f"update=, keep= and within= only apply to merge, not {kind.value}")
     if update and keep:
-        raise ValueError("give update= (the columns a match sets) or keep= (the ones it keeps), not both")
+        raise UsageError("give update= (the columns a match sets) or keep= (the ones it keeps), not both")
     keys = {k.lower() for k in key}
     named = [*update, *keep]
     bad = [c for c in named if not is_identifier(c) or c.lower() in keys]
     if bad:
-        raise ValueError(f"update=/keep= {bad}: name plain non-key columns")
+        raise UsageError(f"update=/keep= {bad}: name plain non-key columns")
     if within is not None:
         try:
             TargetPredicate.parse(within)
         except ValueError as problem:
-            raise ValueError(f"within={within!r}: {problem}") from None
+            raise UsageError(f"within={within!r}: {problem}") from None
     return MergeOptions(tuple(update), tuple(keep), within, deletes)
 
 

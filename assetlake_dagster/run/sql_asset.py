@@ -17,7 +17,7 @@ from assetlake_dagster.defs.checks import audit_failure, check_events, refuse_ru
 from assetlake_dagster.run.data_tests import blocking_failures, evaluate_run
 from assetlake_dagster.run.defer import deferred_inputs, deferred_metadata, sql_asset_reads
 from assetlake_dagster.defs.dagster_internals import is_observable_source, run_asset_graph
-from assetlake_dagster.errors import display_path
+from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.defs.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.run.materialization_metadata import materialization_metadata, version_files_here
@@ -82,7 +82,7 @@ def run_sql_asset(
         write = strategy_for(spec.materialize.strategy)
         scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, partitions))
         if scope is None:
-            raise dg.Failure(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
+            raise AssetlakeError(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
         outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
         if blocking_failures(outcomes):
             # Dagster fails the step for a failed blocking check; retrying cannot help.

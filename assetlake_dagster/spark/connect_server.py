@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
-from assetlake_dagster.errors import AssetlakeError
+from assetlake_dagster.errors import AssetlakeError, UsageError
 from assetlake_dagster.spark.secret_settings import (
     is_secret_setting,
     properties_text,
@@ -404,10 +404,10 @@ def read_conf_file(path: str) -> dict[str, str]:
     """The settings of a ``--conf-file``: one ``KEY=VALUE`` a line, ``#`` comments.
 
     Raises:
-        ValueError: the file can be read by other users, or a line is not ``KEY=VALUE``.
+        UsageError: the file can be read by other users, or a line is not ``KEY=VALUE``.
     """
     if os.stat(path).st_mode & 0o077:
-        raise ValueError(f"--conf-file {path} can be read by other users. Make it yours alone: chmod 600 {path}")
+        raise UsageError(f"--conf-file {path} can be read by other users. Make it yours alone: chmod 600 {path}")
     conf = {}
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
@@ -416,7 +416,7 @@ def read_conf_file(path: str) -> dict[str, str]:
                 continue
             key, sep, value = text.partition("=")
             if not sep or not key.strip():
-                raise ValueError(f"{path}:{number}: expected KEY=VALUE.")
+                raise UsageError(f"{path}:{number}: expected KEY=VALUE.")
             conf[key.strip()] = value.strip()
     return conf
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
 
-from assetlake_dagster.errors import SourceLocation
+from assetlake_dagster.errors import SourceLocation, UsageError
 from assetlake_dagster.spec.names import TableUri
 
 #: The one asset-metadata key carrying the write contract (a :class:`MaterializeSpec`).
@@ -228,7 +228,7 @@ class MaterializeSpec:
         raw = _contract(metadata)
         uri = contract_table(metadata) or default_uri
         if uri is None:
-            raise ValueError(f"the asset's {WRITE_METADATA_KEY} metadata names no table")
+            raise UsageError(f"the asset's {WRITE_METADATA_KEY} metadata names no table")
         return cls(
             uri=uri,
             strategy=WriteStrategy(raw.get("strategy", WriteStrategy.REPLACE.value)),

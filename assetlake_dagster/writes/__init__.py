@@ -6,6 +6,7 @@ description; ``sql.py`` builds the SQL the keyed strategies share. A new strateg
 registered here, once: everything else finds it through :func:`strategy_for`.
 """
 
+from assetlake_dagster.errors import UsageError
 from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.writes.append import AppendWrite
 from assetlake_dagster.writes.base import WritePlan, WriteStrategyBase
@@ -35,7 +36,7 @@ def strategy_for(strategy: WriteStrategy) -> WriteStrategyBase:
         return STRATEGIES[strategy]
     except KeyError:
         valid = ", ".join(s.value for s in STRATEGIES)
-        raise ValueError(f"no managed write for strategy {strategy.value!r}; valid: {valid}") from None
+        raise UsageError(f"no managed write for strategy {strategy.value!r}; valid: {valid}") from None
 
 
 __all__ = [

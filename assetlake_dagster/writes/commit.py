@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
+from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake import delta_log
 from assetlake_dagster.lake.delta_sql import history_rows, session_conf
 from assetlake_dagster.lake.versions import current_version, reads_log_here
@@ -288,7 +289,7 @@ def result_from_history(
     if entry is None and before is not None and current_version(spark, target.path) == before:
         return no_commit(before)
     if entry is None:
-        raise RuntimeError(
+        raise AssetlakeError(
             f"the commit of {target.uri} stamped for run {target.stamp.run_id} is not in the "
             f"last {HISTORY_SEARCH_DEPTH} versions"
         )
