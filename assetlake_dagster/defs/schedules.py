@@ -294,7 +294,7 @@ def run_requests(
         keys = keys[-1:]
         if partitions_def.end is not None and _closed_after(partitions_def, keys[0]) <= at:
             # Past end= the final partition stays the last one forever: without this every
-            # tick reran it (issue 30). It is rerun as any partition is, until the window
+            # tick reran it. It is rerun as any partition is, until the window
             # after it would have closed; then the partition that closed last is none.
             return dg.SkipReason(
                 f"{keys[0]} is the last partition (end=) and no window closed since: "

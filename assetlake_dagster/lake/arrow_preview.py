@@ -3,7 +3,7 @@
 The preview (:func:`~assetlake_dagster.run.materialization_metadata.markdown_preview`) is the first rows
 of the slice just written, in a stable order. Asked of Spark it makes Delta rebuild the
 version's state (three Spark jobs) and then scans and sorts the slice: about a tenth of what
-a warm run of a small table costs (measured 2026-11-28, ``docs/ci-time.md``). Delta's
+a warm run of a small table costs (docs/performance.md). Delta's
 checksum of the version already lists every data file (:mod:`~assetlake_dagster.lake.checksum`),
 so for a small slice of plain Parquet files this module reads those files with PyArrow in
 the run's own process, sorts them as Spark's ``orderBy`` does (nulls first) and turns the

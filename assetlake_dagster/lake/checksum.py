@@ -8,9 +8,9 @@ After each commit delta-spark writes the version's checksum, ``_delta_log/%020d.
 partitions, per partition) are a sum, read from one small file.
 
 A count from Spark (``COUNT(*)``, which Delta answers from the same statistics) first
-rebuilds the version's state from the log: three Spark jobs on a small table, 0.3 s warm
-in process and about 1 s on a warm engine compiling with C1 (measured 2026-11-28), on every
-merge, append and history write. The materialization metadata asks here first and counts
+rebuilds the version's state from the log: three Spark jobs on a small table (about 0.3 s
+warm in process, 1 s on a warm engine compiling with C1), on every merge, append and history
+write. The materialization metadata asks here first and counts
 with Spark only when the checksum cannot answer: :func:`version_file_rows` returns ``None``
 then, never a guess.
 

@@ -543,8 +543,8 @@ def engine_lost_failure(exc: BaseException, what: str, table_path: Optional[str]
 # -- clients: the sessions of each process, for the supervisor --------------------------
 # Spark Connect keeps running an operation whose client died: a reattachable execution
 # waits for its client to come back (senderMaxStreamDuration, 2 min, then detachedTimeout,
-# 5 min, before the server gives up on it), and a write commits meanwhile (issue 28: a
-# SIGKILLed run's 40M-row append committed after the run died). Each client process lists
+# 5 min, before the server gives up on it), and a write commits meanwhile (a SIGKILLed
+# run's 40M-row append once committed after the run died). Each client process lists
 # its open sessions in ``clients/<pid>-<start>.json``; the supervisor interrupts and
 # releases the sessions of a process that is gone (:mod:`assetlake_dagster.spark.engine_supervisor`).
 _recorded: dict[str, list[tuple[Any, str, Optional[str]]]] = {}

@@ -191,8 +191,8 @@ ARCHIVE_ENV = "ASSETLAKE_JVM_ARCHIVE"
 JAVA_OPTIONS_CONF = "spark.driver.extraJavaOptions"
 #: JIT options for a short or light JVM: C1 alone (C2 spends more compiling than it saves on
 #: tiny tables), with C2's 240 MB code cache (C1 alone gets 48 MB, which a long-lived JVM
-#: fills and sweeps over and over). The archive's build runs with them (76-79 CPU-s against
-#: 101-102, measured 2026-11-27); the test suite's engines too (docs/ci-time.md).
+#: fills and sweeps over and over). The archive's build runs with them (a quarter less CPU,
+#: docs/performance.md); the test suite's engines too (docs/ci-time.md).
 C1_ONLY_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 #: The JVM's own notes on the archive (a class it skips, a class path that does not match)
