@@ -22,10 +22,8 @@ from typing import Any, Optional
 import dagster as dg
 
 from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogError, DeltaLogUnreadableError, TableMetadata
-from assetlake_dagster.run.io_manager import TABLE_METADATA_KEY
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.run.materialization_metadata import column_schema
-from assetlake_dagster.spec import TableUri
+from assetlake_dagster.spec import TABLE_METADATA_KEY, TableUri
 from assetlake_dagster.defs.translator import AssetlakeTranslator
 
 
@@ -118,6 +116,8 @@ def delta_column_schema(metadata: TableMetadata, table_path: str) -> dg.TableSch
         ('id', 'bigint', False, 'the key')
     """
     from pyspark.sql.types import StructType  # only for a table on disk: most loads have none
+
+    from assetlake_dagster.run.materialization_metadata import column_schema
 
     try:
         schema = StructType.fromJson(dict(metadata.schema))

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import dagster as dg
 
 from assetlake_dagster.errors import ConfigError, display_path
-from assetlake_dagster.run.io_manager import READ_VERSION_KEY, materialize_spec_for
+from assetlake_dagster.run.io_manager import materialize_spec_for
 from assetlake_dagster.run.resources import SparkDeltaResource
-from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, MaintainSpec, SqlAssetSpec, TableUri, WriteStrategy
+from assetlake_dagster.spec import READ_VERSION_KEY, UPSTREAM_VERSIONS_KEY, MaintainSpec, SqlAssetSpec, TableUri, WriteStrategy
 
 if TYPE_CHECKING:  # PySpark loads when a run starts, not with the code location
     from assetlake_dagster.lake.maintenance import MaintenanceResult, Need

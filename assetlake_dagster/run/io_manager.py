@@ -47,6 +47,8 @@ from assetlake_dagster.spec import (
     TableComments,
     UPSTREAM_VERSIONS_KEY,
     WRITE_METADATA_KEY,
+    READ_VERSION_KEY,
+    TABLE_METADATA_KEY,
     MaterializeSpec,
     TableUri,
     MergeOptions,
@@ -77,10 +79,6 @@ if TYPE_CHECKING:  # PySpark (and pandas) load when a run needs them, not with t
     import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
-#: Catalog metadata naming an asset's table; external tables carry it (they have no contract).
-TABLE_METADATA_KEY = "assetlake/table"
-#: Input metadata key for time travel: read the upstream table as of this Delta version.
-READ_VERSION_KEY = "assetlake/version"
 #: Tags Dagster puts on "re-execute from (asset) failure" runs, including automatic retries.
 _RESUME_RETRY_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
 

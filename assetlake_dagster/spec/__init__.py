@@ -24,6 +24,8 @@ from assetlake_dagster.spec.names import (
 )
 from assetlake_dagster.spec.model import (
     WRITE_METADATA_KEY as WRITE_METADATA_KEY,
+    TABLE_METADATA_KEY as TABLE_METADATA_KEY,
+    READ_VERSION_KEY as READ_VERSION_KEY,
     COLUMN_DESCRIPTIONS_KEY as COLUMN_DESCRIPTIONS_KEY,
     TABLE_COMMENT_KEY as TABLE_COMMENT_KEY,
     WriteStrategy as WriteStrategy,

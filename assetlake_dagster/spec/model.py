@@ -18,6 +18,10 @@ from assetlake_dagster.spec.names import TableUri
 
 #: The one asset-metadata key carrying the write contract (a :class:`MaterializeSpec`).
 WRITE_METADATA_KEY = "assetlake/write"
+#: Catalog metadata naming an asset's table; external tables carry it (they have no contract).
+TABLE_METADATA_KEY = "assetlake/table"
+#: Input metadata key for time travel: read the upstream table as of this Delta version.
+READ_VERSION_KEY = "assetlake/version"
 #: Asset metadata: output column -> description; the IO manager puts them in the
 #: ``dagster/column_schema`` of each materialization (any asset may set it).
 COLUMN_DESCRIPTIONS_KEY = "assetlake/column_descriptions"

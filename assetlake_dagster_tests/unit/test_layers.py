@@ -38,8 +38,6 @@ KNOWN = {
     ("defs/maintenance_jobs.py", f"{ROOT}.run.io_manager"),
     ("defs/maintenance_jobs.py", f"{ROOT}.run.resources"),
     ("defs/seed_assets.py", f"{ROOT}.run.io_manager"),
-    ("defs/external.py", f"{ROOT}.run.io_manager"),
-    ("defs/external.py", f"{ROOT}.run.materialization_metadata"),
     # The data tests' outcomes, which the checks' specs and results are made from.
     ("defs/checks.py", f"{ROOT}.run.data_tests"),
     # A SQL test of a partitioned file builds its Dagster partitions and typed arguments.
