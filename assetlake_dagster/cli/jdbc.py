@@ -15,14 +15,14 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from typing import Optional
+from typing import Optional, TextIO
 
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import HIVE_CATALOG
 from assetlake_dagster.run.resources import SparkDeltaResource
 from assetlake_dagster.spark.connect_server import DEFAULT_HOST, ConnectServer, serve_until_stopped
 from assetlake_dagster.spark.engine import is_supervisor
-from assetlake_dagster.spark.jdbc_endpoint import DEFAULT_JDBC_PORT
+from assetlake_dagster.spark.jdbc_endpoint import DEFAULT_JDBC_PORT, NEEDS_HIVE_CATALOG
 from assetlake_dagster.spark.thrift_server import jdbc_url, start_standalone_thrift_server
 
 
@@ -43,10 +43,7 @@ def start_thrift_server(
     """
     catalog = resource.catalog_settings()
     if catalog.kind != HIVE_CATALOG:
-        raise ConfigError(
-            "the Thrift server reads the lake's Hive metastore, and this lake registers its tables in the "
-            "in-memory session catalog. Set ASSETLAKE_CATALOG=hive (and run `assetlake catalog sync` once)."
-        )
+        raise ConfigError(NEEDS_HIVE_CATALOG)
     if catalog.embedded and resource.engine().status() is not None:
         raise ConfigError(
             f"the lake's warm engine holds the embedded Hive metastore ({catalog.metastore_dir}), which one "
@@ -62,7 +59,7 @@ def start_thrift_server(
     )
 
 
-def serve_jdbc(resource: SparkDeltaResource, *, standalone: bool = False, out=sys.stdout) -> int:
+def serve_jdbc(resource: SparkDeltaResource, *, standalone: bool = False, out: Optional[TextIO] = None) -> int:
     """``assetlake jdbc``: serve the lake over JDBC until Ctrl-C; returns the exit code.
 
     On the warm engine (the default mode), the engine serves it from its own JVM: an engine
@@ -76,6 +73,7 @@ def serve_jdbc(resource: SparkDeltaResource, *, standalone: bool = False, out=sy
             a standalone server while the engine holds the embedded metastore.
         EngineError: the running engine serves no JDBC (or another port).
     """
+    out = out or sys.stdout
     endpoint = resource.jdbc_endpoint()
     if endpoint is None:
         raise ConfigError(f"no JDBC port given. Pass --port {DEFAULT_JDBC_PORT} (or set ASSETLAKE_JDBC_PORT).")

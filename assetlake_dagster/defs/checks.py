@@ -20,6 +20,7 @@ from assetlake_dagster.defs.dagster_internals import (
     check_output_name,
     retries_on_step_failure,
 )
+from assetlake_dagster.defs.partitions import latest_partition_materialization
 from assetlake_dagster.run.data_tests import TestOutcome, blocking_failures
 from assetlake_dagster.spec import DataTestSpec, SqlAssetSpec
 
@@ -142,15 +143,13 @@ def _latest_materialization(
     instance: dg.DagsterInstance, key: dg.AssetKey, partition: str
 ) -> Optional[AssetCheckEvaluationTargetMaterializationData]:
     """The partition's latest materialization (what ``AssetCheckResult`` looks up for one)."""
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
-    ).records
-    if not records:
+    record = latest_partition_materialization(instance, key, partition)
+    if record is None:
         return None
     return AssetCheckEvaluationTargetMaterializationData(
-        storage_id=records[0].storage_id,
-        run_id=records[0].event_log_entry.run_id,
-        timestamp=records[0].event_log_entry.timestamp,
+        storage_id=record.storage_id,
+        run_id=record.event_log_entry.run_id,
+        timestamp=record.event_log_entry.timestamp,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Optional, Union
 import dagster as dg
 
 from assetlake_dagster.defs.dagster_internals import partition_keys_starting_in, time_window_of
+from assetlake_dagster.defs.partitions import latest_partition_materialization
 from assetlake_dagster.errors import UsageError
 from assetlake_dagster.spec import FreshnessSpec, SqlAssetSpec, TableUri
 
@@ -231,10 +232,8 @@ def _partition_key(partitions_def: dg.TimeWindowPartitionsDefinition, window: dg
 
 def _landed_at(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str) -> Optional[float]:
     """When the partition's latest materialization was recorded, or ``None``."""
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
-    ).records
-    return records[0].timestamp if records else None
+    record = latest_partition_materialization(instance, key, partition)
+    return record.timestamp if record else None
 
 
 def _when(moment: Union[datetime, float]) -> str:

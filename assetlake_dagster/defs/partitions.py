@@ -195,3 +195,14 @@ def run_slices(context: dg.AssetExecutionContext) -> list[PartitionSlice]:
             slices.append(PartitionSlice(key, window.start, window.end))
         return slices
     return [PartitionSlice(key) for key in keys]
+
+
+def latest_partition_materialization(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str
+) -> Optional[dg.EventLogRecord]:
+    """The record of the partition's latest materialization, or ``None`` (a check's target,
+    a partition's landing time)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
+    ).records
+    return records[0] if records else None

@@ -40,6 +40,7 @@ from assetlake_dagster.spark.secret_settings import (
     write_private_file,
 )
 from assetlake_dagster.spark.install import with_archive, with_throughput_gc
+from assetlake_dagster.spark.loopback import dial_host, is_loopback
 from assetlake_dagster.spark.install import DELTA_EXTENSIONS, EMBEDDED_DEFAULTS, class_path_env, class_path_jars, pyspark_home, with_delta_jars
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -296,16 +297,6 @@ def free_port(host: str = DEFAULT_HOST) -> int:
         return sock.getsockname()[1]
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine's loopback interface.
-
-    Example:
-        >>> is_loopback("localhost"), is_loopback("127.0.0.1"), is_loopback("spark.example.com")
-        (True, True, False)
-    """
-    return host == "localhost" or host.startswith("127.") or host == "::1"
-
-
 def port_is_free(host: str, port: int) -> bool:
     """Whether ``port`` on ``host`` can be bound right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -325,7 +316,7 @@ def wait_until_listening(server: ConnectServer, timeout: float, address: Optiona
             message ends with the log tail.
     """
     host, port = address or (server.host, server.port)
-    dial = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    dial = dial_host(host)
     deadline = time.monotonic() + timeout
     while True:
         code = server.process.poll()

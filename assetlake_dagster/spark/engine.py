@@ -54,7 +54,7 @@ from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake.catalog import CATALOG_IMPLEMENTATION_CONF, HIVE_CATALOG, IMPLEMENTATIONS, SESSION_CATALOG
 from assetlake_dagster.lake.identity import canonical_lake_root, lake_key
 from assetlake_dagster.lake.storage import url_scheme
-from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
+from assetlake_dagster.spark.jdbc_endpoint import NEEDS_HIVE_CATALOG, JdbcEndpoint
 from assetlake_dagster.spark.loopback import unguarded_addresses
 from assetlake_dagster.spark.secret_settings import redact, split_secret_settings, write_private_file
 
@@ -268,11 +268,7 @@ class WarmEngine:
                 JDBC is asked for without the Hive catalog.
         """
         if self.jdbc is not None and self.catalog != IMPLEMENTATIONS[HIVE_CATALOG]:
-            raise EngineError(
-                "a JDBC server lists the tables of the lake's Hive metastore, and this lake registers them in the "
-                "in-memory session catalog, which no JDBC client would see. Set ASSETLAKE_CATALOG=hive (and run "
-                "`assetlake catalog sync` once)."
-            )
+            raise EngineError(NEEDS_HIVE_CATALOG)
         os.makedirs(self.state_dir, exist_ok=True)
         with self.locked():
             state = self.read_state()

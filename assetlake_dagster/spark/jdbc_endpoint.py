@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from assetlake_dagster.errors import ConfigError
+from assetlake_dagster.spark.loopback import dial_host, is_loopback
 
 JDBC_PORT_ENV = "ASSETLAKE_JDBC_PORT"
 JDBC_HOST_ENV = "ASSETLAKE_JDBC_HOST"
@@ -29,6 +30,12 @@ JDBC_ALLOW_REMOTE_ENV = "ASSETLAKE_JDBC_ALLOW_REMOTE"
 DEFAULT_JDBC_HOST = "127.0.0.1"
 DEFAULT_JDBC_PORT = 10000
 _TRUE = ("1", "true", "yes", "on")
+#: Why a JDBC server (the engine's or a standalone one) needs the lake's Hive catalog.
+NEEDS_HIVE_CATALOG = (
+    "a JDBC server lists the tables of the lake's Hive metastore, and this lake registers them in the "
+    "in-memory session catalog, which no JDBC client would see. Set ASSETLAKE_CATALOG=hive (and run "
+    "`assetlake catalog sync` once)."
+)
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,12 @@ class JdbcEndpoint:
     @property
     def url(self) -> str:
         """The ``jdbc:hive2://`` URL a client connects to (loopback when it listens everywhere)."""
-        host = DEFAULT_JDBC_HOST if self.host in ("0.0.0.0", "::") else self.host
-        return f"jdbc:hive2://{host}:{self.port}/default"
+        return f"jdbc:hive2://{dial_host(self.host)}:{self.port}/default"
 
     @property
     def is_loopback(self) -> bool:
         """Whether only this machine can connect."""
-        return self.host == "localhost" or self.host.startswith("127.") or self.host == "::1"
+        return is_loopback(self.host)
 
     def hiveconf_args(self) -> list[str]:
         """The Thrift server's command-line arguments that place it at this address."""

@@ -41,6 +41,26 @@ class LoopbackGuardError(AssetlakeError):
     """``localhost`` names an address the engine cannot hold."""
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback interface.
+
+    Example:
+        >>> is_loopback("localhost"), is_loopback("127.0.0.1"), is_loopback("spark.example.com")
+        (True, True, False)
+    """
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+def dial_host(host: str) -> str:
+    """The address to connect to a server listening on ``host``: loopback for a wildcard.
+
+    Example:
+        >>> dial_host("0.0.0.0"), dial_host("10.0.0.7")
+        ('127.0.0.1', '10.0.0.7')
+    """
+    return "127.0.0.1" if host in ("0.0.0.0", "::") else host
+
+
 def localhost_addresses() -> list[str]:
     """Every address a client dialling ``localhost`` may reach: the system resolver's answers
     and both loopback addresses, in that order, without repeats.

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # PySpark loads when a session is built, not with the definit
     from pyspark.sql import DataFrame, SparkSession
 
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.spark.connect_server import is_loopback
+from assetlake_dagster.spark.loopback import is_loopback
 from assetlake_dagster.spark.secret_settings import (
     REDACTED,
     is_secret_setting,

@@ -52,8 +52,9 @@ def _layer(module: str) -> str:
 
 
 def _imports(tree: ast.AST):
-    """Each import of ours: (line, module, where) with where in ``load``, ``lazy`` (in a
-    function) or ``typing`` (under ``if TYPE_CHECKING``)."""
+    """Each import of ours: (line, module, names, where), ``names`` what a ``from`` import
+    takes (empty for ``import``), ``where`` one of ``load``, ``lazy`` (in a function or a
+    class body's method) or ``typing`` (under ``if TYPE_CHECKING``)."""
 
     def visit(node, where):
         for child in ast.iter_child_nodes(node):
@@ -63,11 +64,11 @@ def _imports(tree: ast.AST):
                 yield from visit(child, "typing")
             elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
                 if child.module.split(".")[0] == ROOT:
-                    yield child.lineno, child.module, where
+                    yield child.lineno, child.module, [a.name for a in child.names], where
             elif isinstance(child, ast.Import):
                 for alias in child.names:
                     if alias.name.split(".")[0] == ROOT:
-                        yield child.lineno, alias.name, where
+                        yield child.lineno, alias.name, [], where
             else:
                 yield from visit(child, where)
 
@@ -85,7 +86,7 @@ def test_every_import_keeps_to_the_layers():
     broken, seen = [], set()
     for relative, module, tree in _sources():
         source = _layer(module)
-        for line, imported, where in _imports(tree):
+        for line, imported, _, where in _imports(tree):
             target = _layer(imported)
             if imported.startswith(ADAPTER) or LEVELS[target] <= LEVELS[source]:
                 continue
@@ -101,7 +102,7 @@ def test_every_import_keeps_to_the_layers():
 
 def test_the_dagster_adapter_imports_nothing_of_ours():
     path = PACKAGE / "defs" / "dagster_internals.py"
-    ours = [imported for _, imported, _ in _imports(ast.parse(path.read_text(encoding="utf-8")))]
+    ours = [imported for _, imported, _, _ in _imports(ast.parse(path.read_text(encoding="utf-8")))]
     assert ours == []
 
 
@@ -136,16 +137,9 @@ def test_no_import_circle_at_load():
     modules = {module: tree for _, module, tree in _sources()}
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for module, tree in modules.items():
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
-            for child in ast.walk(node):
-                if isinstance(child, ast.ImportFrom) and child.level == 0 and child.module in modules:
-                    submodules = {f"{child.module}.{a.name}" for a in child.names} & modules.keys()
-                    graph[module] |= submodules or {child.module}
-                elif isinstance(child, ast.Import):
-                    graph[module] |= {a.name for a in child.names if a.name in modules}
+        for _, imported, names, where in _imports(tree):
+            if where == "load" and imported in modules:
+                submodules = {f"{imported}.{name}" for name in names} & modules.keys()
+                graph[module] |= submodules or {imported}
     graph = {m: {t for t in targets if t != m} for m, targets in graph.items()}
     assert _circles(graph) == []
