@@ -22,13 +22,11 @@ from assetlake_dagster.errors import (
     UsageError as UsageError,
     WriteError as WriteError,
 )
-from assetlake_dagster.run.io_manager import (
-    DeltaIOManager as DeltaIOManager,
-    managed_write as managed_write,
-)
+from assetlake_dagster.defs.io_manager import DeltaIOManager as DeltaIOManager
+from assetlake_dagster.defs.write_contract import managed_write as managed_write
 from assetlake_dagster.defs.neighbours import NeighbourTable as NeighbourTable
 from assetlake_dagster.project.load import Project as Project, load_project as load_project
-from assetlake_dagster.run.resources import SparkDeltaResource as SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource as SparkDeltaResource
 from assetlake_dagster.defs.run_config import sql_run_config as sql_run_config
 from assetlake_dagster.spec import (
     MaterializeSpec as MaterializeSpec,

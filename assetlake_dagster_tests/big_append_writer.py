@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 

@@ -100,7 +100,7 @@ def through_engine(lake: str, markers: str, phase: str, *strategies: str) -> Non
     returns; ``blocked`` starts the blocked writes, each in a session of its own, and waits
     for the test to kill the engine.
     """
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     resource = SparkDeltaResource(lake_root=lake)
     if phase in ("prior", "next"):

@@ -39,7 +39,7 @@ def meet(barriers: str, name: str, me: str, other: str, deadline_s: float = 600.
 WRITER = """
     import json, os, sys, time
     from assetlake_dagster.defs.partitions import with_partition_key
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
     from assetlake_dagster.spec import TableUri, WriteStrategy
     from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
     from assetlake_dagster.writes.retry import write_with_retries

@@ -46,7 +46,7 @@ class SyncLine:
 
 def project_tables(defs: dg.Definitions) -> dict[TableUri, bool]:
     """Every lake table ``defs`` writes or reads, and whether it keeps a ``_current`` view."""
-    from assetlake_dagster.run.io_manager import materialize_spec_for
+    from assetlake_dagster.defs.write_contract import materialize_spec_for
     from assetlake_dagster.spec import TABLE_METADATA_KEY
     from assetlake_dagster.writes import STRATEGIES
 

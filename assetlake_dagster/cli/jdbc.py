@@ -19,7 +19,7 @@ from typing import Optional, TextIO
 
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import HIVE_CATALOG
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spark.connect_server import DEFAULT_HOST, ConnectServer, serve_until_stopped
 from assetlake_dagster.spark.engine import is_supervisor
 from assetlake_dagster.spark.jdbc_endpoint import DEFAULT_JDBC_PORT, NEEDS_HIVE_CATALOG

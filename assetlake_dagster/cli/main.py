@@ -72,7 +72,7 @@ def _plan_changed(args: argparse.Namespace) -> int:
     """The project's assets whose code differs from what the lake (or the prod lake a dev
     lake defers to) last ran, and what they make stale downstream."""
     from assetlake_dagster.cli.code_changes import code_changes
-    from assetlake_dagster.run.defer import DEFER_ENV
+    from assetlake_dagster.lake.root import DEFER_ENV
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
     from assetlake_dagster.lake.root import Lake, default_lake_root
 
@@ -187,7 +187,7 @@ def _instance():
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
     from assetlake_dagster.lake.restore import restore_table
     from assetlake_dagster.spec import TableUri
 
@@ -241,7 +241,7 @@ def _vacuum(args: argparse.Namespace) -> int:
 
 def _maintain_table(args: argparse.Namespace, run: Callable) -> int:
     """Run one maintenance operation on ``args.table``; print its summary or the refusal."""
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     try:
         uri = _table_uri(args.table)
@@ -257,7 +257,7 @@ def _catalog(args: argparse.Namespace) -> int:
     from assetlake_dagster.defs.build import build_definitions
     from assetlake_dagster.cli.catalog_sync import sync_catalog
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
     resource = SparkDeltaResource(lake_root=args.lake_root)
@@ -282,7 +282,7 @@ def _setup(args: argparse.Namespace) -> int:
 def _engine(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     resource = SparkDeltaResource(
         lake_root=args.lake_root, jdbc_port=args.jdbc, jdbc_host=args.jdbc_host, jdbc_allow_remote=args.allow_remote or None
@@ -329,7 +329,7 @@ def _engine(args: argparse.Namespace) -> int:
 
 
 def _jdbc(args: argparse.Namespace) -> int:
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
     from assetlake_dagster.cli.jdbc import serve_jdbc
 
     port = args.port if args.port is not None or os.environ.get(JDBC_PORT_ENV) else DEFAULT_JDBC_PORT
@@ -348,7 +348,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     from assetlake_dagster.demo import landing
     from assetlake_dagster.lake.delta_log import DeltaLog
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     resource = SparkDeltaResource(lake_root=args.lake_root)
     table = resource.lake.table_path(landing.LANDING_TABLE)
@@ -430,7 +430,7 @@ def _diff(args: argparse.Namespace) -> int:
 
     from assetlake_dagster.lake.root import Lake
     from assetlake_dagster.lake.row_diff import diff_table
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     try:
         uri = _table_uri(args.table)

@@ -30,6 +30,7 @@ from assetlake_dagster.errors import AssetlakeError, Diagnostic, ProjectError, d
 from assetlake_dagster.spec import SqlAssetSpec, TableUri
 from assetlake_dagster.sql.rewrite import with_tables_replaced
 from assetlake_dagster.project.sql_tests import SqlTestCase, discover_test_files, parse_test_file, sql_path_of, tests_path
+from assetlake_dagster.defs.partitions import has_partition_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -124,7 +125,7 @@ def _read_tests(test_file: str, specs: Mapping[str, SqlAssetSpec], known: Mappin
         src = SourceText.of(test_file, text)
         sql = os.path.basename(sql_path_of(test_file))
         return [], [src.diagnostic(1, 1, f"there is no {sql} beside this tests file.", "Name it after the SQL file it tests: <name>.sql -> <name>.tests.yml.")]
-    return parse_test_file(test_file, text, spec, known)
+    return parse_test_file(test_file, text, spec, known, has_partition_key=has_partition_key)
 
 
 def run_sql_test(spark: "SparkSession", spec: SqlAssetSpec, case: SqlTestCase) -> SqlTestResult:

@@ -13,15 +13,15 @@ from assetlake_dagster.defs.dagster_internals import (
     check_spec_output_name,
     decorated_op_function,
     dep_input_name,
-    with_deps_and_metadata,
+    with_metadata,
 )
 from assetlake_dagster.spark.engine import engine_lost_failure
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.defs.partitions import backfill_policy
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.defs.run_config import argument_config_schema, arguments_metadata, bind_arguments
-from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
+from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
 from assetlake_dagster.defs.translator import AssetlakeTranslator
 
 SPARK_RESOURCE_KEY = "spark"
@@ -30,7 +30,6 @@ SPARK_RESOURCE_KEY = "spark"
 def build_sql_asset(
     spec: SqlAssetSpec,
     translator: AssetlakeTranslator,
-    keys_by_table: Optional[Mapping[TableUri, dg.AssetKey]] = None,
     lake: Optional[Lake] = None,
     io_manager_key: str = "io_manager",
     spark_key: str = SPARK_RESOURCE_KEY,
@@ -43,16 +42,16 @@ def build_sql_asset(
 
     Args:
         spec: the parsed file.
-        translator: decides the Dagster attributes.
-        keys_by_table: the (translated) asset key of each table of the definitions, so
-            deps on upstream tables follow a translator that renames keys.
+        translator: decides the Dagster attributes, bound to the definitions' tables
+            (:meth:`~AssetlakeTranslator.bound_to`) so that deps follow renamed keys.
         lake: where the table is stored (its location becomes ``dagster/uri``).
         io_manager_key: the resource key of the Delta IO manager that writes the rows.
         spark_key: the resource key of the :class:`SparkDeltaResource` the asset runs on.
     """
     translated = translator.get_asset_spec(spec)
-    deps, metadata = write_contract(translated, spec, keys_by_table or {}, lake)
-    asset_spec = with_deps_and_metadata(translated, deps, metadata)
+    asset_spec = with_metadata(translated, write_contract(translated, spec, lake))
+    # The keys the run records lineage and external reads under, as the deps name them.
+    upstream_keys = {u.uri: translator.get_upstream_key(u.uri) for u in spec.upstreams}
     output_name = asset_spec.key.to_python_identifier()
 
     managed = spec.materialize.strategy is not WriteStrategy.MANUAL
@@ -89,7 +88,7 @@ def build_sql_asset(
         spark = resource.new_session()
         try:
             yield from run_sql_asset(
-                context, spec, asset_spec, output_name, managed, resource, spark, args, keys_by_table or {}, inputs,
+                context, spec, asset_spec, output_name, managed, resource, spark, args, upstream_keys, inputs,
                 changes_since,
             )
         except AssetlakeError:
@@ -180,32 +179,20 @@ def _assets_definition(
     )
 
 
-def write_contract(
-    asset_spec: dg.AssetSpec,
-    spec: SqlAssetSpec,
-    keys_by_table: Mapping[TableUri, dg.AssetKey],
-    lake: Optional[Lake] = None,
-) -> tuple[list[dg.AssetDep], dict[str, Any]]:
-    """The deps and metadata of the translator's ``AssetSpec`` plus what no translator
-    override may change.
+def write_contract(asset_spec: dg.AssetSpec, spec: SqlAssetSpec, lake: Optional[Lake] = None) -> dict[str, Any]:
+    """The metadata of the translator's ``AssetSpec`` plus what no translator override may
+    change.
 
     The write contract (the file's ``MaterializeSpec``) is attached here, after the
     translator, so a ``get_metadata`` override without ``super()`` cannot turn a merge
     into an overwrite; so are the table's storage location and the list of the file's
-    arguments, which :func:`~assetlake_dagster.defs.run_config.sql_run_config` reads. Deps on
-    tables of these definitions point at those tables' translated keys (a
-    ``get_asset_key`` that adds a prefix leaves no phantom, unprefixed upstream in the
-    graph); other deps stay as the translator made them.
+    arguments, which :func:`~assetlake_dagster.defs.run_config.sql_run_config` reads.
 
     Example:
-        >>> deps, metadata = write_contract(translator.get_asset_spec(sql), sql, {})  # doctest: +SKIP
+        >>> metadata = write_contract(translator.get_asset_spec(sql), sql)  # doctest: +SKIP
         >>> metadata["assetlake/write"]["strategy"]  # doctest: +SKIP
         'merge'
     """
-    deps = [
-        dg.AssetDep(_translated_key(dep.asset_key, keys_by_table), partition_mapping=dep.partition_mapping)
-        for dep in asset_spec.deps
-    ]
     metadata = {
         **asset_spec.metadata,
         **spec.materialize.to_metadata(),
@@ -214,18 +201,4 @@ def write_contract(
     }
     if lake is not None:  # the storage location, as the catalog and the materializations name it
         metadata["dagster/uri"] = dg.MetadataValue.path(lake.table_path(spec.uri))
-    return deps, metadata
-
-
-def _translated_key(key: dg.AssetKey, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> dg.AssetKey:
-    """The translated key of the table whose default key is ``key``; else ``key`` itself.
-
-    Looked up per dep, not by building a map of every table per asset: that was quadratic
-    (a 1000-file load spent about a second making asset keys).
-    """
-    if len(key.path) == 2:
-        try:
-            return keys_by_table.get(TableUri(*key.path), key)
-        except ValueError:  # not a table name: a dep the translator added
-            return key
-    return key
+    return metadata

@@ -22,12 +22,12 @@ from assetlake_dagster.defs.freshness_checks import (
     source_freshness_checks,
     source_freshness_defaults,
 )
-from assetlake_dagster.run.io_manager import DeltaIOManager
+from assetlake_dagster.defs.io_manager import DeltaIOManager
 from assetlake_dagster.defs.neighbours import NeighbourTable, resolve_neighbours
 from assetlake_dagster.project.load import load_project
 from assetlake_dagster.project.python_assets import AssetLike, PythonAsset, python_tables, with_write_kinds
 from assetlake_dagster.defs.seed_assets import seed_asset
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.defs.translator import AssetlakeTranslator
 from assetlake_dagster.defs.watch import WATCH_SENSOR_NAME, build_watch_sensor
 
@@ -158,7 +158,8 @@ def build_definitions(
     keys_by_table.update({uri: table.key for uri, table in elsewhere.items()})
     project = dataclasses.replace(project, external=tuple(uri for uri in project.external if uri not in elsewhere))
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
-    sql_assets = [build_sql_asset(spec, translator, keys_by_table, lake, io_manager_key, spark_resource_key) for spec in project.assets]
+    translator = translator.bound_to(keys_by_table)
+    sql_assets = [build_sql_asset(spec, translator, lake, io_manager_key, spark_resource_key) for spec in project.assets]
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
 
     readers: dict = {}

@@ -1,7 +1,7 @@
 """The Dagster face of data tests: asset check specs, results, evaluations, run failures.
 
 :mod:`assetlake_dagster.run.data_tests` evaluates the tests in Spark and returns
-:class:`~assetlake_dagster.run.data_tests.TestOutcome`s; this module turns them into what
+:class:`~assetlake_dagster.spec.TestOutcome`s; this module turns them into what
 Dagster records. Each ``-- data_test`` line is one asset check, ``blocking`` unless
 ``warn``. The checks of a partitioned asset are partitioned too: each evaluation records
 the partition it tested, and a backfill batch (several partitions, one run) records one
@@ -21,7 +21,7 @@ from assetlake_dagster.defs.dagster_internals import (
     retries_on_step_failure,
 )
 from assetlake_dagster.defs.partitions import latest_partition_materialization
-from assetlake_dagster.run.data_tests import TestOutcome, blocking_failures
+from assetlake_dagster.spec import TestOutcome, blocking_failures
 from assetlake_dagster.spec import DataTestSpec, SqlAssetSpec
 
 #: Dagster's run tag: ``false`` keeps run retries (the auto-reexecution daemon) off a run

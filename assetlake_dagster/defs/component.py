@@ -28,15 +28,15 @@ from pydantic import BaseModel, Field, create_model
 from assetlake_dagster.defs.assets import SPARK_RESOURCE_KEY
 from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import AssetlakeError, ConfigError, display_path
-from assetlake_dagster.run.io_manager import DeltaIOManager
+from assetlake_dagster.defs.io_manager import DeltaIOManager
 from assetlake_dagster.lake.identity import canonical_lake_root
 from assetlake_dagster.lake.storage import url_scheme
 from assetlake_dagster.defs.neighbours import NeighbourTable
 from assetlake_dagster.project.load import load_project
 from assetlake_dagster.project.python_assets import PythonAsset, python_tables
 from assetlake_dagster.project.seeds import seed_tables
-from assetlake_dagster.run.resources import SparkDeltaResource
-from assetlake_dagster.spec import SqlAssetSpec
+from assetlake_dagster.defs.resources import SparkDeltaResource
+from assetlake_dagster.spec import SqlAssetSpec, TableUri
 from assetlake_dagster.defs.translator import AssetlakeTranslator
 
 #: The resource key of the component's Delta IO manager (not the project's ``io_manager``).
@@ -51,7 +51,7 @@ SELECT 1 AS id, 'hello' AS greeting
 
 
 def _spark_settings() -> type[Model]:
-    """The model of ``spark:``: every field of :class:`~assetlake_dagster.run.resources.SparkDeltaResource`
+    """The model of ``spark:``: every field of :class:`~assetlake_dagster.defs.resources.SparkDeltaResource`
     but ``lake_root`` (the component's own attribute), each optional (unset: the resource's
     default, which falls back to the environment), described as the resource describes it.
 
@@ -122,6 +122,12 @@ class _TranslatedTranslator(AssetlakeTranslator):
         if spec.path in self._untranslated:  # the base spec's key
             return super().get_asset_key(spec)
         return self.get_asset_spec(spec).key
+
+    def bound_to(self, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> "_TranslatedTranslator":
+        # The specs made before binding name their upstreams by default keys: make them again.
+        bound = super().bound_to(keys_by_table)
+        bound._specs, bound._untranslated = {}, set()
+        return bound
 
 
 class AssetlakeProjectScaffolder(Scaffolder[BaseModel]):

@@ -123,13 +123,12 @@ def check_spec_output_name(check_spec: dg.AssetCheckSpec) -> str:
 
 
 # -- members of public classes that are not @public ----------------------------------------
-def with_deps_and_metadata(spec: dg.AssetSpec, deps: list[dg.AssetDep], metadata: dict[str, Any]) -> dg.AssetSpec:
-    """``spec.replace_attributes(deps=deps, metadata=metadata)``, without validating again
-    what ``AssetSpec`` validated when ``spec`` was made (key, group, owners, tags, kinds)."""
+def with_metadata(spec: dg.AssetSpec, metadata: dict[str, Any]) -> dg.AssetSpec:
+    """``spec.replace_attributes(metadata=metadata)``, without validating again what
+    ``AssetSpec`` validated when ``spec`` was made (key, deps, group, owners, tags, kinds)."""
     # That re-validation was about a tenth of a 1000-file load (B4). ``_replace`` is how
-    # AssetSpec.with_io_manager_key replaces its own metadata; it is not @public. The deps
-    # are AssetDeps already, and their keys unique (the caller maps the spec's own deps).
-    return spec._replace(deps=deps, metadata=metadata)
+    # AssetSpec.with_io_manager_key replaces its own metadata; it is not @public.
+    return spec._replace(metadata=metadata)
 
 
 def resolve_assets_def(defs: dg.Definitions, key: dg.AssetKey) -> dg.AssetsDefinition:
@@ -306,7 +305,7 @@ __all__ = [
     "retries_on_step_failure",
     "sensor_asset_selection",
     "time_window_of",
-    "with_deps_and_metadata",
+    "with_metadata",
 ]
 
 

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import dagster as dg
 
 from assetlake_dagster.errors import ConfigError, display_path
-from assetlake_dagster.run.io_manager import materialize_spec_for
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.write_contract import materialize_spec_for
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spec import READ_VERSION_KEY, UPSTREAM_VERSIONS_KEY, MaintainSpec, SqlAssetSpec, TableUri, WriteStrategy
 
 if TYPE_CHECKING:  # PySpark loads when a run starts, not with the code location

@@ -55,6 +55,20 @@ def partitions_definition(spec: PartitionSpec) -> dg.PartitionsDefinition:
     )
 
 
+def has_partition_key(spec: PartitionSpec, key: str) -> bool:
+    """Whether ``key`` is a partition of a ``-- partitioned`` line (any key, for dynamic ones).
+
+    Example:
+        >>> from assetlake_dagster.spec import PartitionKind, PartitionSpec
+        >>> daily = PartitionSpec(PartitionKind.DAILY, start="2024-01-01")
+        >>> has_partition_key(daily, "2024-01-05"), has_partition_key(daily, "2023-12-31")
+        (True, False)
+    """
+    if spec.kind is PartitionKind.DYNAMIC:
+        return True
+    return partitions_definition(spec).has_partition_key(key)
+
+
 def backfill_policy(spec: PartitionSpec) -> dg.BackfillPolicy:
     """Up to ``batch=`` partitions per backfill run (each run is one Delta commit)."""
     return dg.BackfillPolicy.multi_run(max_partitions_per_run=spec.batch_size)

@@ -22,7 +22,7 @@ import dagster as dg
 
 from assetlake_dagster.defs.dagster_internals import resolve_assets_def
 from assetlake_dagster.errors import AssetlakeError, ConfigError, did_you_mean
-from assetlake_dagster.spec import ArgumentSpec, ArgumentType, convert_value
+from assetlake_dagster.spec import ArgumentSpec, ArgumentType, convert_value, typed_value
 
 #: The asset metadata key listing a SQL asset's arguments (``{name: {type, default?}}``).
 ARGUMENTS_METADATA_KEY = "assetlake/arguments"
@@ -36,14 +36,6 @@ _CONFIG_TYPES = {
     ArgumentType.TIMESTAMP: dg.String,
 }
 #: How a value of each type is written in run config (launchpad, ``--arg``, Python).
-_VALUE_HINTS = {
-    ArgumentType.STRING: "Give a string.",
-    ArgumentType.INT: "Give a whole number, e.g. 20.",
-    ArgumentType.FLOAT: "Give a number, e.g. 0.5.",
-    ArgumentType.BOOL: "Give true or false.",
-    ArgumentType.DATE: "Give a date as YYYY-MM-DD, e.g. 2024-01-31.",
-    ArgumentType.TIMESTAMP: "Give an ISO timestamp, e.g. 2024-01-31T08:00:00.",
-}
 _TYPE_NOTES = {
     ArgumentType.DATE: "date, as YYYY-MM-DD",
     ArgumentType.TIMESTAMP: "timestamp, as YYYY-MM-DDTHH:MM:SS",
@@ -103,43 +95,6 @@ def bind_arguments(arguments: Sequence[ArgumentSpec], config: Mapping[str, Any])
                 ) from exc
         values[arg.name] = value
     return values
-
-
-def typed_value(arg: ArgumentSpec, value: Any) -> Any:
-    """``value`` for ``arg`` as the Python value Spark binds.
-
-    Text is parsed as in the SQL header (``"20"`` for an ``int``, ``"2024-01-31"`` for a
-    ``date``), except that a ``string`` argument takes its text as it is. Python values
-    must have the argument's type (an ``int`` is a valid ``float``).
-
-    Raises:
-        ValueError: with how to write a valid value.
-
-    Example:
-        >>> typed_value(ArgumentSpec("n", ArgumentType.INT), "5"), typed_value(ArgumentSpec("x", ArgumentType.FLOAT), 1)
-        (5, 1.0)
-    """
-    type_ = arg.type
-    if type_ is ArgumentType.STRING:
-        if isinstance(value, str):
-            return value
-    elif isinstance(value, str):
-        try:
-            return convert_value(value, type_)
-        except ValueError:
-            pass
-    elif isinstance(value, bool):
-        if type_ is ArgumentType.BOOL:
-            return value
-    elif type_ is ArgumentType.INT and isinstance(value, int):
-        return value
-    elif type_ is ArgumentType.FLOAT and isinstance(value, (int, float)):
-        return float(value)
-    elif type_ is ArgumentType.TIMESTAMP and isinstance(value, dt.datetime):
-        return value
-    elif type_ is ArgumentType.DATE and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value
-    raise ValueError(_VALUE_HINTS[type_])
 
 
 def arguments_metadata(arguments: Sequence[ArgumentSpec]) -> dict[str, Any]:

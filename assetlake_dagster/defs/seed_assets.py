@@ -8,7 +8,7 @@ A ``TIMESTAMP`` value without an offset is a wall time in the session's zone
 import dagster as dg
 
 from assetlake_dagster.errors import display_path
-from assetlake_dagster.run.io_manager import managed_write
+from assetlake_dagster.defs.write_contract import managed_write
 from assetlake_dagster.project.seeds import SeedSpec
 from assetlake_dagster.spark.python_values import rows_in_session_zone
 

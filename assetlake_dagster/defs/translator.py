@@ -4,8 +4,10 @@ Like ``DagsterDbtTranslator``: subclass and override one method to change one at
 for every SQL asset, e.g. a group naming rule, without touching the rest.
 """
 
+import copy
 import os
 import warnings
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import dagster as dg
@@ -28,6 +30,23 @@ class AssetlakeTranslator:
         ...         return "lakehouse"
         >>> defs = build_definitions("pipelines/", translator=MyTranslator())  # doctest: +SKIP
     """
+
+    #: The asset key of every table of the definitions being built (:meth:`bound_to`).
+    _keys_by_table: Mapping[TableUri, dg.AssetKey] = {}
+
+    def bound_to(self, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> "AssetlakeTranslator":
+        """A copy of this translator that knows the asset key of every table of the
+        definitions, so that :meth:`get_upstream_key` finds them (``build_definitions`` binds
+        its translator once it has asked it, and the Python assets, for every table's key).
+
+        Example:
+            >>> t = AssetlakeTranslator().bound_to({TableUri("raw", "events"): dg.AssetKey(["landing", "events"])})
+            >>> t.get_upstream_key(TableUri("raw", "events")).path, t.get_upstream_key(TableUri("raw", "x")).path
+            (['landing', 'events'], ['raw', 'x'])
+        """
+        bound = copy.copy(self)
+        bound._keys_by_table = dict(keys_by_table)
+        return bound
 
     def get_asset_key(self, spec: SqlAssetSpec) -> dg.AssetKey:
         return dg.AssetKey(spec.uri.asset_key_path)
@@ -58,12 +77,17 @@ class AssetlakeTranslator:
         """The file's content hash, so the UI marks downstream assets stale on edits."""
         return spec.code_version
 
+    def get_upstream_key(self, uri: TableUri) -> dg.AssetKey:
+        """The asset key of a table a SQL file reads: the key the definitions give that table
+        (this translator's :meth:`get_asset_key` of the file that writes it, its
+        :meth:`get_external_asset_key`, or a Python asset's or another project's own key),
+        else the table's default key ``[schema, table]``."""
+        return self._keys_by_table.get(uri) or dg.AssetKey(uri.asset_key_path)
+
     def get_deps(self, spec: SqlAssetSpec) -> list[dg.AssetDep]:
-        """Upstream tables; ``window=`` upstreams carry their partition mapping."""
-        return [
-            dg.AssetDep(dg.AssetKey(u.uri.asset_key_path), partition_mapping=partition_mapping(u))
-            for u in spec.upstreams
-        ]
+        """Upstream tables, by :meth:`get_upstream_key`; ``window=`` upstreams carry their
+        partition mapping."""
+        return [dg.AssetDep(self.get_upstream_key(u.uri), partition_mapping=partition_mapping(u)) for u in spec.upstreams]
 
     def get_partitions_def(self, spec: SqlAssetSpec) -> Optional[dg.PartitionsDefinition]:
         """The ``-- partitioned`` line as a Dagster partitions definition."""

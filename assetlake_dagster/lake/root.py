@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
 
 DEFAULT_LAKE_ROOT = os.path.join(".assetlake", "lake")
 LAKE_ROOT_ENV = "ASSETLAKE_LAKE_ROOT"
+#: The environment variable naming the prod lake a dev lake defers to (run/defer.py).
+DEFER_ENV = "ASSETLAKE_DEFER_TO"
 
 
 def default_lake_root() -> str:

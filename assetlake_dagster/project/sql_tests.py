@@ -29,7 +29,7 @@ the Spark session's zone (``spark.sql.session.timeZone``), not in this machine's
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -37,7 +37,7 @@ import yaml
 
 from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText, did_you_mean
 from assetlake_dagster.project.folder import discover_files
-from assetlake_dagster.spec import PartitionKind, SqlAssetSpec, TableUri, is_identifier
+from assetlake_dagster.spec import PartitionKind, PartitionSpec, SqlAssetSpec, TableUri, is_identifier, typed_value
 
 #: A SQL file's tests are in the file of the same name with this suffix instead of ``.sql``.
 TESTS_SUFFIX = ".tests.yml"
@@ -123,26 +123,38 @@ def parse_test_file(
     text: str,
     spec: SqlAssetSpec,
     known_columns: Mapping[TableUri, Sequence[str]] = {},
+    *,
+    has_partition_key: Callable[[PartitionSpec, str], bool],
 ) -> tuple[list[SqlTestCase], list[Diagnostic]]:
     """The tests in ``text`` (the file at ``path``) of the SQL file ``spec``, and every problem.
 
     Args:
         known_columns: the output columns of the project's other tables, where known: a
             given row's columns are checked against them.
+        has_partition_key: whether a key is one of a partitioning's keys (the caller's,
+            :func:`assetlake_dagster.defs.partitions.has_partition_key`: which keys a time
+            partitioning has is Dagster's to say).
 
     Example:
-        >>> cases, problems = parse_test_file("t.tests.yml", "tests: []\\n", spec)  # doctest: +SKIP
+        >>> cases, problems = parse_test_file("t.tests.yml", "tests: []\\n", spec, has_partition_key=has_partition_key)  # doctest: +SKIP
     """
-    reader = _Reader(SourceText.of(path, text), spec, known_columns)
+    reader = _Reader(SourceText.of(path, text), spec, known_columns, has_partition_key)
     return reader.read(text), reader.diagnostics
 
 
 class _Reader:
     """Walks the YAML node tree (for positions) beside its Python values."""
 
-    def __init__(self, src: SourceText, spec: SqlAssetSpec, known_columns: Mapping[TableUri, Sequence[str]]):
+    def __init__(
+        self,
+        src: SourceText,
+        spec: SqlAssetSpec,
+        known_columns: Mapping[TableUri, Sequence[str]],
+        has_partition_key: Callable[[PartitionSpec, str], bool],
+    ):
         self.src = src
         self.spec = spec
+        self.has_partition_key = has_partition_key
         self.known = {_lower(uri): list(columns) for uri, columns in known_columns.items()}
         self.diagnostics: list[Diagnostic] = []
 
@@ -311,8 +323,6 @@ class _Reader:
                     return
 
     def args(self, node: Optional[yaml.Node]) -> dict[str, Any]:
-        from assetlake_dagster.defs.run_config import typed_value
-
         if node is None:
             return {}
         arguments = {a.name: a for a in self.spec.arguments}
@@ -345,13 +355,12 @@ class _Reader:
             self.error(case, f"{self.spec_name} is partitioned: a test names its partition.", "Add e.g. 'partition: \"2024-01-01\"'.")
             return None
         key = str(value)
-        if partitions.kind not in (PartitionKind.STATIC, PartitionKind.DYNAMIC):
-            from assetlake_dagster.defs.partitions import partitions_definition
-
-            if not partitions_definition(partitions).has_partition_key(key):
-                self.error(node, f"'{key}' is not a {partitions.kind.value} partition of {self.spec_name}.", "Quote a key such as \"2024-01-01\".")
-        elif partitions.kind is PartitionKind.STATIC and key not in partitions.values:
+        if self.has_partition_key(partitions, key):
+            return key
+        if partitions.kind is PartitionKind.STATIC:
             self.error(node, f"'{key}' is not a partition of {self.spec_name}.", f"Its partitions: {', '.join(partitions.values)}.")
+        else:
+            self.error(node, f"'{key}' is not a {partitions.kind.value} partition of {self.spec_name}.", "Quote a key such as \"2024-01-01\".")
         return key
 
     def expect(self, case: yaml.MappingNode) -> Optional[tuple[Mapping[str, Any], ...]]:

@@ -24,52 +24,15 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.lake.delta_sql import is_delta_table, read
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.spec import PARTITION_COLUMN, THIS_MARKER, DataTestKind, DataTestSpec, TableUri
+from assetlake_dagster.spec import PARTITION_COLUMN, SAMPLE_SIZE, THIS_MARKER, DataTestKind, DataTestSpec, TableUri, TestOutcome
 from assetlake_dagster.writes.slices import describe_slice, partition_predicate
 
 if TYPE_CHECKING:  # PySpark loads when tests run, not with the definitions (defs/checks.py)
     from pyspark.sql import DataFrame, SparkSession
-
-#: How many failing values a result shows.
-SAMPLE_SIZE = 5
-
-@dataclass(frozen=True)
-class TestOutcome:
-    """The result of one data test on one scope.
-
-    Attributes:
-        failing: how many rows (or duplicated values, for ``unique``) fail.
-        samples: up to :data:`SAMPLE_SIZE` failing values, as text.
-        rows: how many rows were tested.
-        scope: what was tested, in words (``staged slice 2024-01-01``, ``current rows``...).
-        partition: the partition this outcome covers (``None``: an unpartitioned table).
-    """
-
-    test: DataTestSpec
-    failing: int
-    samples: tuple[str, ...]
-    rows: int
-    scope: str
-    partition: Optional[str] = None
-
-    @property
-    def passed(self) -> bool:
-        return self.failing == 0
-
-    def message(self, table: str) -> str:
-        """The failure as one line: test, column, count and samples."""
-        shown = ", ".join(self.samples)
-        return (
-            f"data test {self.test.name} ({self.test.description}) failed on {table} ({self.scope}): "
-            f"{self.failing} failing {'value' if self.test.kind is DataTestKind.UNIQUE else 'row'}"
-            f"{'s' if self.failing != 1 else ''}, e.g. {shown}"
-        )
-
 
 def run_test(
     spark: SparkSession,
@@ -273,7 +236,3 @@ def _partition_scope_text(scope_text: str, keys: Sequence[str], key: str) -> str
     """One partition's scope in words: ``staged slice d1...d3`` -> ``staged slice d2``."""
     batch = describe_slice(keys)
     return scope_text.replace(batch, key, 1) if batch and batch in scope_text else f"{scope_text}, partition {key}"
-
-
-def blocking_failures(outcomes: Sequence[TestOutcome]) -> list[TestOutcome]:
-    return [o for o in outcomes if not o.passed and o.test.blocking]

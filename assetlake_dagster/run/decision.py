@@ -37,7 +37,7 @@ from typing import Any, Optional, Union
 import dagster as dg
 
 from assetlake_dagster.defs.checks import check_events, selected_tests
-from assetlake_dagster.run.data_tests import TestOutcome
+from assetlake_dagster.spec import TestOutcome
 from assetlake_dagster.defs.dagster_internals import DATA_VERSION_TAG, CheckExecutionStatus, PartitionKeyFilter
 from assetlake_dagster.run.defer import sql_asset_reads
 from assetlake_dagster.errors import AssetlakeError

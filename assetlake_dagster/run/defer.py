@@ -21,15 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.lake.delta_sql import path_identifier
-from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.lake.root import DEFER_ENV, Lake
 from assetlake_dagster.spec import IS_CURRENT, RESERVED_TABLE_SUFFIX, SqlAssetSpec, TableUri, quote_identifier
 
 if TYPE_CHECKING:
     import dagster as dg
     from pyspark.sql import SparkSession
 
-#: The environment variable naming the prod lake a dev lake defers to.
-DEFER_ENV = "ASSETLAKE_DEFER_TO"
 #: Materialization metadata: the inputs read from prod, ``{table: {"lake": root, "version": v}}``.
 DEFERRED_INPUTS_KEY = "assetlake/deferred_inputs"
 #: Run tags that pin a prod table's version for the whole run.

@@ -14,7 +14,8 @@ import dagster as dg
 
 from assetlake_dagster.run.change_feed import READ_KEY, ChangeRead, appended_up_to, read_changes, read_new_rows
 from assetlake_dagster.defs.checks import audit_failure, check_events, refuse_run_retries, selected_tests
-from assetlake_dagster.run.data_tests import blocking_failures, evaluate_run
+from assetlake_dagster.run.data_tests import evaluate_run
+from assetlake_dagster.spec import blocking_failures
 from assetlake_dagster.run.defer import deferred_inputs, deferred_metadata, sql_asset_reads
 from assetlake_dagster.defs.dagster_internals import is_observable_source, run_asset_graph
 from assetlake_dagster.errors import AssetlakeError, display_path
@@ -22,7 +23,7 @@ from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.defs.lineage_metadata import column_lineage_metadata
 from assetlake_dagster.run.materialization_metadata import materialization_metadata, version_files_here
 from assetlake_dagster.defs.partitions import run_slices
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.run.decision import RunInputs, inputs_metadata, last_recorded_inputs
 from assetlake_dagster.spark.python_values import in_session_zone
 from assetlake_dagster.spark.session import local_checkpoint
@@ -42,7 +43,7 @@ def run_sql_asset(
     resource: SparkDeltaResource,
     spark: Any,
     args: dict[str, Any],
-    keys_by_table: Mapping[TableUri, dg.AssetKey],
+    upstream_keys: Mapping[TableUri, dg.AssetKey],
     inputs: Optional[RunInputs] = None,
     changes_since: Optional[RunInputs] = None,
 ) -> Iterator[Any]:
@@ -59,7 +60,7 @@ def run_sql_asset(
     # A dev lake's missing upstreams are read from prod, pinned for the run (run/defer.py).
     deferred = deferred_inputs(spark, lake, prod, sql_asset_reads(spec), (context.instance, context.run.run_id))
     upstream_versions = resolve_upstreams(
-        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, keys_by_table)
+        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, upstream_keys)
     )
     prod_reads = {d.uri: (d.path, d.version) for d in deferred.values() if d.uri == d.table}
     written = spec  # lineage is the file's, whatever the run reads
@@ -121,7 +122,7 @@ def run_sql_asset(
             **inputs_metadata(inputs),
             **({READ_KEY: dg.MetadataValue.json(dict(read.metadata))} if read is not None else {}),
             **(deferred_metadata(prod, deferred) if deferred else {}),
-            **column_lineage_metadata(spark, written, keys_by_table),
+            **column_lineage_metadata(spark, written, upstream_keys),
         },
     )
     # The tests ran on the staged rows, before the commit; their results are reported
@@ -206,7 +207,7 @@ def _new_rows(
 
 
 def _external_upstreams(
-    context: dg.AssetExecutionContext, spec: SqlAssetSpec, keys_by_table: Mapping[TableUri, dg.AssetKey]
+    context: dg.AssetExecutionContext, spec: SqlAssetSpec, upstream_keys: Mapping[TableUri, dg.AssetKey]
 ) -> set[TableUri]:
     """The upstreams that are external tables (observable sources, which no asset of the
     project materializes): a missing one is to be landed, not materialized.
@@ -220,7 +221,7 @@ def _external_upstreams(
     return {
         upstream.uri
         for upstream in spec.upstreams
-        if upstream.uri in keys_by_table and is_observable_source(graph, keys_by_table[upstream.uri])
+        if upstream.uri in upstream_keys and is_observable_source(graph, upstream_keys[upstream.uri])
     }
 
 

@@ -1,7 +1,7 @@
 """Where a run's Spark sessions come from: a remote Connect server, the lake's warm engine,
 or a classic in-process session.
 
-:class:`~assetlake_dagster.run.resources.SparkDeltaResource` turns its fields (and the
+:class:`~assetlake_dagster.defs.resources.SparkDeltaResource` turns its fields (and the
 environment) into a :class:`SessionSource`; everything about handing out, configuring and
 releasing sessions lives here, below Dagster.
 """

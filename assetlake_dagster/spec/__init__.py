@@ -4,6 +4,7 @@
 * :mod:`~assetlake_dagster.spec.model`: the frozen specs and ``str`` Enums, and
   :class:`MaterializeSpec`'s round trip through asset metadata.
 * :mod:`~assetlake_dagster.spec.values`: parsing argument values and partition dates.
+* :mod:`~assetlake_dagster.spec.outcomes`: what a data test found.
 
 Parsing builds these; everything downstream only reads them.
 """
@@ -65,8 +66,14 @@ from assetlake_dagster.spec.model import (
     UPSTREAM_VERSIONS_KEY as UPSTREAM_VERSIONS_KEY,
     SqlAssetSpec as SqlAssetSpec,
 )
+from assetlake_dagster.spec.outcomes import (
+    SAMPLE_SIZE as SAMPLE_SIZE,
+    TestOutcome as TestOutcome,
+    blocking_failures as blocking_failures,
+)
 from assetlake_dagster.spec.values import (
     convert_value as convert_value,
     interval_hours as interval_hours,
     parse_partition_datetime as parse_partition_datetime,
+    typed_value as typed_value,
 )

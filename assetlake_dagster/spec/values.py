@@ -9,7 +9,7 @@ import datetime as dt
 import re
 from typing import Any, Optional
 
-from assetlake_dagster.spec.model import ArgumentType
+from assetlake_dagster.spec.model import ArgumentSpec, ArgumentType
 
 # ASCII digits only: \d also matches '１' or '٣', which int() and fromisoformat() accept,
 # so a look-alike would pass silently where Spark later reads something else.
@@ -87,3 +87,51 @@ def parse_partition_datetime(text: str) -> dt.datetime:
     if not _DATE_RE.match(text) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)?", text):
         raise ValueError(text)
     return dt.datetime.fromisoformat(text)
+
+
+#: How to give a valid value in run config or a SQL test (not in the header's own syntax).
+_GIVEN_HINTS = {
+    ArgumentType.STRING: "Give a string.",
+    ArgumentType.INT: "Give a whole number, e.g. 20.",
+    ArgumentType.FLOAT: "Give a number, e.g. 0.5.",
+    ArgumentType.BOOL: "Give true or false.",
+    ArgumentType.DATE: "Give a date as YYYY-MM-DD, e.g. 2024-01-31.",
+    ArgumentType.TIMESTAMP: "Give an ISO timestamp, e.g. 2024-01-31T08:00:00.",
+}
+
+
+def typed_value(arg: ArgumentSpec, value: Any) -> Any:
+    """``value`` for ``arg`` as the Python value Spark binds.
+
+    Text is parsed as in the SQL header (``"20"`` for an ``int``, ``"2024-01-31"`` for a
+    ``date``), except that a ``string`` argument takes its text as it is. Python values
+    must have the argument's type (an ``int`` is a valid ``float``).
+
+    Raises:
+        ValueError: with how to write a valid value.
+
+    Example:
+        >>> typed_value(ArgumentSpec("n", ArgumentType.INT), "5"), typed_value(ArgumentSpec("x", ArgumentType.FLOAT), 1)
+        (5, 1.0)
+    """
+    type_ = arg.type
+    if type_ is ArgumentType.STRING:
+        if isinstance(value, str):
+            return value
+    elif isinstance(value, str):
+        try:
+            return convert_value(value, type_)
+        except ValueError:
+            pass
+    elif isinstance(value, bool):
+        if type_ is ArgumentType.BOOL:
+            return value
+    elif type_ is ArgumentType.INT and isinstance(value, int):
+        return value
+    elif type_ is ArgumentType.FLOAT and isinstance(value, (int, float)):
+        return float(value)
+    elif type_ is ArgumentType.TIMESTAMP and isinstance(value, dt.datetime):
+        return value
+    elif type_ is ArgumentType.DATE and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    raise ValueError(_GIVEN_HINTS[type_])

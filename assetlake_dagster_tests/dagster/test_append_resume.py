@@ -9,8 +9,9 @@ import os
 
 import dagster as dg
 
-from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.io_manager import DeltaIOManager
+from assetlake_dagster.defs.write_contract import managed_write
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 LAKE_ENV = "ASSETLAKE_TEST_RESUME_LAKE"
 FAIL_FLAG_ENV = "ASSETLAKE_TEST_RESUME_FAIL_FLAG"

@@ -8,8 +8,8 @@ import pytest
 from delta.tables import DeltaTable
 
 from assetlake_dagster.defs.build import build_definitions
-from assetlake_dagster.run.io_manager import managed_write
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.write_contract import managed_write
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "pipeline")
@@ -185,7 +185,7 @@ def test_python_asset_merge_with_spark_dataframe(spark, lake_root):
         return spark.get_session().createDataFrame([(1, "a"), (2, "b")], "id INT, v STRING")
 
     resource = SparkDeltaResource(lake_root=lake_root)
-    from assetlake_dagster.run.io_manager import DeltaIOManager
+    from assetlake_dagster.defs.io_manager import DeltaIOManager
 
     resources = {"spark": resource, "io_manager": DeltaIOManager(spark=resource)}
     instance = dg.DagsterInstance.ephemeral()

@@ -12,7 +12,7 @@ import pytest
 
 from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 MID = "-- materialize delta://s/mid key=id\n\nSELECT id, name FROM raw.src\n"
 TOP = (
@@ -127,7 +127,8 @@ def test_plan_changed_lists_files_that_differ_from_what_prod_ran_and_their_downs
 
 def test_python_inputs_and_relationships_tests_read_prod_too(spark, lakes, tmp_path):
     """A Python asset's input loaded by the IO manager, and a relationships test's table."""
-    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+    from assetlake_dagster.defs.io_manager import DeltaIOManager
+    from assetlake_dagster.defs.write_contract import managed_write
 
     prod, dev, project = lakes
     (tmp_path / "project" / "checked.sql").write_text(

@@ -8,7 +8,7 @@ resource's settings, and a SQL file reads `jdbc_src.sales.orders` as written, wi
 import dagster as dg
 
 from assetlake_dagster.defs.build import build_definitions
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 #: Not named like any schema of the suite's projects: the resource's settings also reach the
 #: worker's shared session (as `getOrCreate` applies them), where a catalog named `ext` would

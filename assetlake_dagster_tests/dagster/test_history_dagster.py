@@ -6,8 +6,9 @@ import dagster as dg
 from delta.tables import DeltaTable
 
 from assetlake_dagster.defs.build import build_definitions
-from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.io_manager import DeltaIOManager
+from assetlake_dagster.defs.write_contract import managed_write
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster_tests.helpers import PROJECTS
 
 PROJECT = os.path.join(PROJECTS, "history")

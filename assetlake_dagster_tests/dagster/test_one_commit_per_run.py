@@ -14,9 +14,10 @@ import os
 import dagster as dg
 import pytest
 
-from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+from assetlake_dagster.defs.io_manager import DeltaIOManager
+from assetlake_dagster.defs.write_contract import managed_write
 from assetlake_dagster.lake.delta_sql import path_identifier
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 STRATEGIES = ("replace", "merge", "append", "history")
 DECLARED = {

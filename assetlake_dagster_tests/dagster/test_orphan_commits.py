@@ -10,8 +10,9 @@ listed.
 
 import dagster as dg
 
-from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.io_manager import DeltaIOManager
+from assetlake_dagster.defs.write_contract import managed_write
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.orphans import ORPHAN_COMMITS_KEY

@@ -182,8 +182,9 @@ def test_a_backfill_skips_unchanged_batches_unless_forced(spark, project):
 
 
 def test_a_python_replace_of_the_rows_the_table_holds_commits_nothing(spark, lake_root):
-    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.io_manager import DeltaIOManager
+    from assetlake_dagster.defs.write_contract import managed_write
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     rows = {"value": [(1, "a", None), (2, None, 2.0)]}
 

@@ -19,10 +19,11 @@ import pytest
 from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.spark.engine import EngineError
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
+from assetlake_dagster.defs.io_manager import DeltaIOManager
+from assetlake_dagster.defs.write_contract import managed_write
 from assetlake_dagster.defs.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spark.session import (
     connect_session,
     driver_on_this_machine,

@@ -114,8 +114,9 @@ def test_a_replaced_table_keeps_its_comments_without_a_commit_for_them(spark, la
 
 
 def test_a_python_asset_takes_its_comments_from_its_metadata(spark, lake_root):
-    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.io_manager import DeltaIOManager
+    from assetlake_dagster.defs.write_contract import managed_write
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     metadata = {
         **managed_write("append"),

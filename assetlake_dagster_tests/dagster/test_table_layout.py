@@ -109,8 +109,9 @@ def test_delta_refuses_a_property_it_does_not_know(spark, lake_root):
 
 
 def test_a_python_asset_takes_the_same_layout(spark, lake_root):
-    from assetlake_dagster.run.io_manager import DeltaIOManager, managed_write
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.io_manager import DeltaIOManager
+    from assetlake_dagster.defs.write_contract import managed_write
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     layout = managed_write("append", cluster_by=["day"], properties={"delta.appendOnly": "true"})
 

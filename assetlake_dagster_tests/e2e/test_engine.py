@@ -37,7 +37,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 600) -> tuple[dict, str]:
 
 CONNECT = """
     import json, os
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
     resource = SparkDeltaResource(lake_root=os.environ["LAKE"], spark_conf=json.loads(os.environ["SPARK_CONF"]))
     state = resource.engine_state()
     mine, other = resource.new_session(), resource.new_session()
@@ -272,7 +272,7 @@ LOSE_ENGINE = """
     import json, os, signal, threading, time
     import dagster as dg
     from assetlake_dagster import build_definitions
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     lake, project = os.environ["LAKE"], os.environ["PROJECT"]
     def run(sql):

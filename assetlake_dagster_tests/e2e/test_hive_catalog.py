@@ -125,7 +125,7 @@ def _materialize_at_once(env, *selections):
 
 
 def _engine_session(env):
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     resource = SparkDeltaResource(lake_root=env["ASSETLAKE_LAKE_ROOT"], catalog="hive", mode="engine")
     with pytest.MonkeyPatch.context() as patch:
@@ -318,7 +318,7 @@ FRESH_SESSION = """
 
 
 def test_a_jdbc_client_and_a_fresh_spark_session_see_the_tables_after_the_engine_stops(lake):
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
     from assetlake_dagster.cli.jdbc import start_thrift_server
     from assetlake_dagster.spark.thrift_server import beeline_path
 

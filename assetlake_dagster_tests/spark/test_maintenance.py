@@ -93,8 +93,8 @@ def test_a_retention_below_the_restore_window_is_refused(spark, lake_root, capsy
 def test_needed_versions_come_from_materializations_pins_and_runs_in_flight(spark, lake_root, tmp_path):
     """Recorded versions (the table's own and a downstream's read) and a pinned input."""
     from assetlake_dagster.defs.build import build_definitions
-    from assetlake_dagster.run.io_manager import DeltaIOManager
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.io_manager import DeltaIOManager
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     project = tmp_path / "project"
     project.mkdir()

@@ -16,7 +16,7 @@ import pytest
 
 from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.run.io_manager import to_spark
+from assetlake_dagster.run.asset_io import to_spark
 from assetlake_dagster.lake.delta_sql import path_identifier
 from assetlake_dagster.defs.run_config import sql_run_config
 from assetlake_dagster.spark.python_values import in_session_zone, parse_time_zone

@@ -10,7 +10,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from assetlake_dagster.errors import KeyViolationError, WriteError
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spec import TableUri, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster_tests.faults import FAILURE_MESSAGE, rows_failing_on_the_last
@@ -236,7 +236,7 @@ def test_pandas_frames_with_chunked_arrow_strings_are_written_with_their_nulls(s
     """pandas 3 `concat` leaves Arrow strings in several chunks, which PySpark 4.0 rejected."""
     import pandas as pd
 
-    from assetlake_dagster.run.io_manager import to_spark
+    from assetlake_dagster.run.asset_io import to_spark
 
     part = pd.DataFrame({"id": [1, 2], "name": ["ann", None]})
     frame = pd.concat([part, part.iloc[[0]]], ignore_index=True)

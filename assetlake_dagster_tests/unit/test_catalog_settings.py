@@ -4,7 +4,7 @@ import pytest
 
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import CatalogSettings
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 
 def test_the_default_is_the_session_catalog_and_adds_no_setting(monkeypatch):

@@ -139,14 +139,14 @@ def test_automation_adapters_answer_as_the_library_expects():
     }
 
 
-def test_with_deps_and_metadata_equals_replace_attributes():
+def test_with_metadata_equals_replace_attributes():
     spec = dg.AssetSpec(
         ["s", "t"], deps=["s/u"], description="d", metadata={"a": 1}, group_name="g", owners=["team:x"],
         tags={"k": "v"}, kinds={"spark"}, partitions_def=_DAILY, code_version="1",
     )
-    deps, metadata = [dg.AssetDep(dg.AssetKey(["p", "u"]))], {"a": 2, "b": dg.MetadataValue.path("/x")}
-    assert di.with_deps_and_metadata(spec, deps, metadata) == spec.replace_attributes(deps=deps, metadata=metadata)
-    assert di.with_deps_and_metadata(spec, deps, metadata) != spec
+    metadata = {"a": 2, "b": dg.MetadataValue.path("/x")}
+    assert di.with_metadata(spec, metadata) == spec.replace_attributes(metadata=metadata)
+    assert di.with_metadata(spec, metadata) != spec
 
 
 def test_definition_lookups_answer_as_the_library_expects():

@@ -23,8 +23,7 @@ BUILT_IN = {name for name, value in vars(builtins).items() if isinstance(value, 
 #: (module, exception): (how many, why it never reaches a user as it is).
 KNOWN = {
     ("spec/names.py", "ValueError"): (4, "identifier and table-URI parsing: callers report a located ProjectError or a ConfigError"),
-    ("spec/values.py", "ValueError"): (2, "argument literals: the grammar and bind_arguments report them with the argument's name"),
-    ("defs/run_config.py", "ValueError"): (1, "typed_value: bind_arguments reports it with the argument's name"),
+    ("spec/values.py", "ValueError"): (3, "argument literals and typed values: the grammar, bind_arguments and the SQL tests report them with the argument's name"),
     ("sql/target_predicate.py", "ValueError"): (4, "within= parsing: the grammar (located) and managed_write (UsageError) report it"),
     ("lake/delta_log.py", "ValueError"): (8, "a log action's shape: wrapped as DeltaLogUnreadableError; up_to= past the end is a caller's bug"),
     ("defs/watch/sensor.py", "ValueError"): (1, "a cursor that is not a JSON object: caught on the next line, the sensor starts over"),

@@ -5,7 +5,7 @@ import pytest
 
 from assetlake_dagster.cli.main import main
 from assetlake_dagster.errors import ConfigError
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spark.engine import EngineError, EngineState, WarmEngine
 from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
 

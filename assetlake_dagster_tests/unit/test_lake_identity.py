@@ -15,7 +15,7 @@ from assetlake_dagster.lake.catalog import CatalogSettings, default_metastore_di
 from assetlake_dagster.lake.identity import canonical_lake_root
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.lake.storage import MULTI_DRIVER_LOG_STORE, has_multi_driver_log_store
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.spark.engine import default_engine_dir
 from assetlake_dagster.spec import TableUri
 

@@ -6,7 +6,7 @@ import pytest
 from assetlake_dagster.spark.engine import default_engine_dir
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.lake.storage import MULTI_DRIVER_LOG_STORE, S3Settings
 
 

@@ -223,7 +223,7 @@ def test_history_plan_shows_the_merge():
     ],
 )
 def test_managed_write_history_validation(kwargs, message):
-    from assetlake_dagster.run.io_manager import managed_write
+    from assetlake_dagster.defs.write_contract import managed_write
 
     with pytest.raises(ValueError, match=re.escape(message)):
         managed_write(**kwargs)
@@ -232,7 +232,7 @@ def test_managed_write_history_validation(kwargs, message):
 def test_managed_write_history_metadata():
     import dagster as dg
 
-    from assetlake_dagster.run.io_manager import managed_write, materialize_spec_for
+    from assetlake_dagster.defs.write_contract import managed_write, materialize_spec_for
     from assetlake_dagster.spec import MaterializeSpec
 
     key = dg.AssetKey(["s", "t"])
@@ -262,7 +262,7 @@ def test_managed_write_history_metadata():
 def test_the_table_comes_from_the_contract_not_the_key(key, metadata, expected):
     import dagster as dg
 
-    from assetlake_dagster.run.io_manager import materialize_spec_for
+    from assetlake_dagster.defs.write_contract import materialize_spec_for
 
     spec = materialize_spec_for(dg.AssetKey(key), metadata)
     assert (str(spec.uri), spec.strategy.value) == expected
@@ -272,7 +272,7 @@ def test_a_prefixed_key_without_a_table_is_a_clear_error():
     import dagster as dg
 
     from assetlake_dagster.errors import ConfigError
-    from assetlake_dagster.run.io_manager import managed_write, materialize_spec_for
+    from assetlake_dagster.defs.write_contract import managed_write, materialize_spec_for
 
     with pytest.raises(ConfigError, match=re.escape("managed_write(..., table='delta://schema/table')")):
         materialize_spec_for(dg.AssetKey(["lake", "s", "t"]), managed_write("merge", key=["id"]))

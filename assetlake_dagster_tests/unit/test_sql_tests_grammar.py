@@ -16,6 +16,7 @@ from assetlake_dagster.spec import TableUri
 from assetlake_dagster.sql.rewrite import rename_tables
 from assetlake_dagster.cli.sql_test_run import _compare, load_sql_tests, project_tests
 from assetlake_dagster.project.sql_tests import SqlTestCase, parse_test_file
+from assetlake_dagster.defs.partitions import has_partition_key
 
 REVENUE_SQL = """\
 -- materialize delta://analytics/revenue
@@ -258,6 +259,6 @@ _YAML_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) 
 @given(st.one_of(st.text(max_size=60), _YAML_VALUES.map(lambda v: yaml.safe_dump({"tests": v}))))
 def test_any_tests_file_gives_cases_or_located_problems_never_a_traceback(tmp_path, text):
     revenue = next(s for s in DEMO_SPECS if s.uri.table == "customer_revenue")
-    cases, problems = parse_test_file("t.tests.yml", text, revenue, {})
+    cases, problems = parse_test_file("t.tests.yml", text, revenue, {}, has_partition_key=has_partition_key)
     assert all(p.location.line >= 1 and p.message for p in problems)
     assert cases or problems or text.strip() in ("", "tests: []", "tests:") or yaml.safe_load(text) in (None, {"tests": []})

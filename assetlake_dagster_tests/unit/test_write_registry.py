@@ -112,8 +112,8 @@ def test_options_are_the_strategies_own():
 
 def test_writes_imports_no_dagster_facing_module_and_no_strategy_imports_another():
     """``writes/`` is pure Spark/Delta; strategies share ``sql.py``/``base.py``, not each other."""
-    facing = {"assetlake_dagster.defs.partitions", "assetlake_dagster.defs.assets", "assetlake_dagster.run.io_manager",
-              "assetlake_dagster.run.data_tests", "assetlake_dagster.defs.checks", "dagster"}
+    facing = {"assetlake_dagster.defs.partitions", "assetlake_dagster.defs.assets", "assetlake_dagster.run.asset_io",
+              "assetlake_dagster.defs.io_manager", "assetlake_dagster.run.data_tests", "assetlake_dagster.defs.checks", "dagster"}
     strategy_modules = {f"assetlake_dagster.writes.{m[:-3]}" for m in _strategy_classes()}
     for name in os.listdir(WRITES_DIR):
         if not name.endswith(".py"):

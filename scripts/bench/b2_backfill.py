@@ -129,12 +129,12 @@ def product_run(spark, lake, spec, keys: list[str], steps: Optional[dict] = None
     functions in the order the asset's compute and the Delta IO manager call them. ``steps``:
     when given, each step's seconds and Spark jobs are added to it (the untimed profile)."""
     from assetlake_dagster.defs.dagster_internals import time_window_of
-    from assetlake_dagster.run.io_manager import with_partition_column
+    from assetlake_dagster.run.asset_io import with_partition_column
     from assetlake_dagster.lake.registration import register_table
     from assetlake_dagster.defs.lineage_metadata import column_lineage_metadata
     from assetlake_dagster.run.materialization_metadata import materialization_metadata, partition_row_counts
     from assetlake_dagster.defs.partitions import PartitionSlice, partitions_definition
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
     from assetlake_dagster.run.sql_runner import resolve_upstreams, run_sql_slices
     from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
     from assetlake_dagster.writes.retry import write_with_retries

@@ -55,7 +55,7 @@ def build_demo(spark, root: str):
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
     from assetlake_dagster.demo.landing import seed
     from assetlake_dagster.project.load import load_project
-    from assetlake_dagster.run.resources import SparkDeltaResource
+    from assetlake_dagster.defs.resources import SparkDeltaResource
 
     lake_root = os.path.join(root, "lake")
     os.makedirs(lake_root, exist_ok=True)

@@ -100,7 +100,7 @@ class Lake:
         import dagster as dg
 
         from assetlake_dagster.defs.build import build_definitions
-        from assetlake_dagster.run.resources import SparkDeltaResource
+        from assetlake_dagster.defs.resources import SparkDeltaResource
 
         self.name, self.root = name, root
         self.defs = build_definitions(project, spark=SparkDeltaResource(lake_root=root, mode="local"))

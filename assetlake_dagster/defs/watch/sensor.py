@@ -80,7 +80,7 @@ from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.defs.external import LAST_UPDATED_KEY, catalog_metadata
 from assetlake_dagster.lake.delta_log import DeltaLog, DeltaLogError, PartitionValues
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.defs.partitions import partition_mapping, partitions_definition
+from assetlake_dagster.defs.translator import AssetlakeTranslator
 from assetlake_dagster.project.load import Project
 from assetlake_dagster.spec import TableUri
 from assetlake_dagster.defs.watch.partition_keys import (
@@ -250,14 +250,9 @@ def _runnable_specs(assets: Sequence[Any]) -> list[dg.AssetSpec]:
 
 def _default_sql_specs(project: Project, keys_by_table: Mapping[TableUri, dg.AssetKey]) -> list[dg.AssetSpec]:
     """The SQL files' readers as the default translator makes them (no definitions given)."""
+    translator = AssetlakeTranslator().bound_to(keys_by_table)
     return [
-        dg.AssetSpec(
-            keys_by_table[spec.uri],
-            partitions_def=partitions_definition(spec.partitions) if spec.partitions else None,
-            deps=[
-                dg.AssetDep(keys_by_table[u.uri], partition_mapping=partition_mapping(u)) for u in spec.upstreams
-            ],
-        )
+        dg.AssetSpec(keys_by_table[spec.uri], partitions_def=translator.get_partitions_def(spec), deps=translator.get_deps(spec))
         for spec in project.assets
     ]
 

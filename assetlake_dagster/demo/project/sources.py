@@ -11,8 +11,8 @@ from typing import Optional
 
 import dagster as dg
 
-from assetlake_dagster.run.io_manager import managed_write
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.write_contract import managed_write
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 SEED = 20240101
 CUSTOMERS = 200

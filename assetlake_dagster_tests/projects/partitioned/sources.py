@@ -8,8 +8,8 @@ import datetime as dt
 
 import dagster as dg
 
-from assetlake_dagster.run.io_manager import managed_write
-from assetlake_dagster.run.resources import SparkDeltaResource
+from assetlake_dagster.defs.write_contract import managed_write
+from assetlake_dagster.defs.resources import SparkDeltaResource
 
 REGIONS = ("eu", "x' OR '1'='1", "a\\' OR 1=1 --", "${env:HOME}")
 

@@ -5,7 +5,7 @@ import datetime as dt
 import dagster as dg
 import pandas as pd
 
-from assetlake_dagster.run.io_manager import managed_write
+from assetlake_dagster.defs.write_contract import managed_write
 
 ROWS = {
     "id": pd.array([1, 2, 3], dtype="Int64"),

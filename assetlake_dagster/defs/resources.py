@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Optional
 import dagster as dg
 from pydantic import Field
 
-from assetlake_dagster.run.defer import DEFER_ENV
 from assetlake_dagster.errors import ConfigError
 from assetlake_dagster.lake.catalog import CatalogSettings, embedded_metastore_rule
 from assetlake_dagster.spec.names import SESSION_CATALOG_NAME
-from assetlake_dagster.lake.root import Lake, default_lake_root
+from assetlake_dagster.lake.root import DEFER_ENV, Lake, default_lake_root
 from assetlake_dagster.lake.storage import S3Settings, has_multi_driver_log_store, single_driver_rule
 from assetlake_dagster.spark.engine import EngineState, WarmEngine, default_engine_dir
 from assetlake_dagster.spark.jdbc_endpoint import JdbcEndpoint
