@@ -1,4 +1,5 @@
-"""Catalog lines: ``-- group``, ``-- owner``, ``-- tags``, ``-- description``, ``-- kinds``.
+"""Catalog lines: ``-- group``, ``-- owner``, ``-- tags``, ``-- description``, ``-- kinds``,
+``-- deprecated``.
 
 They become the asset's Dagster catalog attributes, :class:`~assetlake_dagster.spec.CatalogSpec`
 (``SqlAssetSpec.catalog``): each is a declared field (:data:`FIELDS`). Each value is checked
@@ -103,4 +104,8 @@ FIELDS = (
     HeaderField("tags", into="catalog.tags", parse=parse_tags, form="-- tags <k=v,k2=v2>", repeat=Repeat.EACH),
     HeaderField("description", into="catalog.description", parse=parse_description, form="-- description <text>", repeat=Repeat.JOIN),
     HeaderField("kinds", into="catalog.kinds", parse=parse_kinds, form="-- kinds <kind1,kind2>", repeat=Repeat.EACH),
+    HeaderField(
+        "deprecated", into="catalog.deprecated", parse=parse_description, form="-- deprecated <what to read instead>",
+        repeat=Repeat.JOIN,
+    ),
 )

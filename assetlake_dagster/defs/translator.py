@@ -19,6 +19,8 @@ from assetlake_dagster.defs.partitions import partition_mapping, partitions_defi
 from assetlake_dagster.spec import COLUMN_DESCRIPTIONS_KEY, TABLE_COMMENT_KEY, SqlAssetSpec, TableUri
 
 BASE_KINDS = ("spark", "delta", "sql")
+#: The tag of a ``-- deprecated`` asset, shown as a badge in the asset catalog.
+DEPRECATED_TAG = "deprecated"
 
 
 class AssetlakeTranslator:
@@ -59,7 +61,11 @@ class AssetlakeTranslator:
         return spec.catalog.group or spec.uri.schema
 
     def get_description(self, spec: SqlAssetSpec) -> str:
+        """The ``-- description`` lines (else the file's name), a ``-- deprecated`` note first,
+        and the SQL."""
         text = spec.catalog.description or f"Materialized by {os.path.basename(spec.path)}."
+        if spec.catalog.deprecated:
+            text = f"**Deprecated:** {spec.catalog.deprecated}\n\n{text}"
         if spec.select is not None:
             text += f"\n\n```sql\n{spec.select.written or spec.select.sql}\n```"
         return text
@@ -68,7 +74,12 @@ class AssetlakeTranslator:
         return list(spec.catalog.owners)
 
     def get_tags(self, spec: SqlAssetSpec) -> dict[str, str]:
-        return dict(spec.catalog.tags)
+        """The ``-- tags`` pairs; ``deprecated`` (empty value: a badge in the catalog) on a
+        ``-- deprecated`` file."""
+        tags = dict(spec.catalog.tags)
+        if spec.catalog.deprecated:
+            tags[DEPRECATED_TAG] = ""
+        return tags
 
     def get_kinds(self, spec: SqlAssetSpec) -> set[str]:
         return {*BASE_KINDS, *spec.catalog.kinds}

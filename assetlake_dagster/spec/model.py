@@ -645,6 +645,8 @@ class CatalogSpec:
         tags: the ``-- tags`` pairs, in file order.
         description: the ``-- description`` lines, joined by a space.
         kinds: the ``-- kinds`` items, in file order (beside the kinds every asset has).
+        deprecated: the ``-- deprecated`` lines, joined by a space: why the table is on its
+            way out and what to read instead.
 
     Example:
         >>> CatalogSpec(group="sales", owners=("team:data-eng",)).group
@@ -656,6 +658,7 @@ class CatalogSpec:
     tags: tuple[tuple[str, str], ...] = ()
     description: Optional[str] = None
     kinds: tuple[str, ...] = ()
+    deprecated: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,15 @@ value goes) is done once for all of them."""
 
 import dataclasses
 
+import dagster as dg
 import pytest
 
+from assetlake_dagster import build_definitions
 from assetlake_dagster.annotations import keywords
 from assetlake_dagster.annotations.fields import HeaderField, Repeat, declared_attributes, spec_arguments
 from assetlake_dagster.project.load import parse_file
 from assetlake_dagster.spec import CatalogSpec, SqlAssetSpec
-from assetlake_dagster.defs.translator import AssetlakeTranslator
+from assetlake_dagster.defs.translator import DEPRECATED_TAG, AssetlakeTranslator
 from assetlake_dagster_tests.helpers import header_errors
 
 M = "-- materialize delta://a/t\n"
@@ -21,6 +23,7 @@ SAMPLE_LINES = {
     "tags": "-- tags tier=gold",
     "description": "-- description Cleaned orders.",
     "kinds": "-- kinds silver",
+    "deprecated": "-- deprecated Read delta://a/t2.",
     "cluster_by": "-- cluster_by id",
     "properties": "-- properties delta.enableChangeDataFeed=true",
     "maintain": "-- maintain 0 3 * * 0 vacuum=30d",
@@ -62,7 +65,9 @@ def test_a_field_line_without_a_value_shows_its_form(field):
 def test_every_sample_line_loads_into_the_spec():
     spec, problems = parse_file("/p/f.sql", M + "\n".join(SAMPLE_LINES.values()) + "\nSELECT 1 AS id\n")
     assert problems == []
-    assert spec.catalog == CatalogSpec("sales", ("team:data-eng",), (("tier", "gold"),), "Cleaned orders.", ("silver",))
+    assert spec.catalog == CatalogSpec(
+        "sales", ("team:data-eng",), (("tier", "gold"),), "Cleaned orders.", ("silver",), "Read delta://a/t2."
+    )
     assert spec.layout.to_metadata()["assetlake/layout"] == {
         "cluster_by": ["id"], "properties": {"delta.enableChangeDataFeed": "true"},
     }
@@ -82,6 +87,24 @@ def test_a_new_field_is_one_declaration(monkeypatch):
     assert spec.catalog.description == "One row per order, cleaned."
     assert AssetlakeTranslator().get_description(spec).startswith("One row per order, cleaned.")
     assert header_errors("-- summary") == ["f.sql:2:4: '-- summary' needs a value. Write '-- summary <text>'."]
+
+
+def test_a_deprecated_file_says_so_in_the_catalog(tmp_path):
+    """``-- deprecated`` is one declaration (catalog_attributes.FIELDS) and its consumer (the
+    translator): the asset's description starts with the note, and it has a badge."""
+    (tmp_path / "old.sql").write_text(
+        "-- materialize delta://a/old\n-- description Orders, the first cut.\n"
+        "-- deprecated Read delta://a/orders;\n-- deprecated this table goes in March.\nSELECT 1 AS id\n"
+    )
+    (tmp_path / "orders.sql").write_text("-- materialize delta://a/orders\nSELECT 1 AS id\n")
+    defs = build_definitions(str(tmp_path), lake_root=str(tmp_path / "lake"), load_python_files=False)
+    specs = {spec.key: spec for spec in defs.resolve_all_asset_specs()}
+    old, orders = specs[dg.AssetKey(["a", "old"])], specs[dg.AssetKey(["a", "orders"])]
+    assert old.description.startswith(
+        "**Deprecated:** Read delta://a/orders; this table goes in March.\n\nOrders, the first cut."
+    )
+    assert old.tags.get(DEPRECATED_TAG) == "" and DEPRECATED_TAG not in orders.tags
+    assert "Deprecated" not in orders.description
 
 
 def test_spec_arguments_gather_bundles_and_leave_absent_fields_to_the_defaults():
