@@ -3,9 +3,14 @@
 Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``,
 ``within="<predicate>"`` and ``deletes=delete``, ``history`` with ``track=``, ``deletes=close`` and
 ``valid_from=<column>`` (SCD2). One line per file; a file without one is an error.
+
+The line's words choose the strategy, and each option's value is read (and its syntax
+checked) here; which options a strategy takes and how they combine is checked once, by its
+options class in :mod:`assetlake_dagster.spec.write_options`, which ``managed_write`` builds too.
+Each problem it finds is reported at the word it is about.
 """
 
-from typing import Optional
+from typing import Any, Optional
 
 from assetlake_dagster.annotations.header import (
     IDENTIFIER_HINT,
@@ -16,7 +21,15 @@ from assetlake_dagster.annotations.header import (
     split_quoted_words,
 )
 from assetlake_dagster.errors import did_you_mean
-from assetlake_dagster.spec import MaterializeSpec, MergeOptions, WriteStrategy, is_identifier
+from assetlake_dagster.spec import WriteStrategy, is_identifier
+from assetlake_dagster.spec.write_options import (
+    HistoryWriteOptions,
+    MergeWriteOptions,
+    OptionProblem,
+    WriteOptionsError,
+    materialize_spec,
+    write_options,
+)
 from assetlake_dagster.sql.target_predicate import TargetPredicate
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
@@ -31,13 +44,11 @@ MERGE_FORM = (
 MATERIALIZE_OPTIONS = (
     "append", "new_rows", "key=", "history", "track=", "deletes=", "valid_from=", "update=", "keep=", "within="
 )
-#: Options that only mean something with ``history``.
+#: The history options, whose other tools' names point at the history form.
 HISTORY_OPTIONS = ("track=", "valid_from=")
-#: What ``deletes=`` does to a key the SELECT no longer returns: a merge deletes it, a
-#: history closes its current version.
-DELETES_VALUES = {"delete": "merge", "close": "history"}
-#: Options that only mean something for a merge (``key=`` without ``history``).
-MERGE_OPTIONS = ("update=", "keep=", "within=")
+#: The words ``deletes=`` takes: a merge deletes an absent key, a history closes its current
+#: version (which strategy takes which is spec/write_options.py's to check).
+DELETES_VALUES = ("delete", "close")
 #: Other tools' names for the merge options (dbt's model configs), to point at ours.
 OTHER_NAMES = {
     "merge_update_columns=": "update=",
@@ -135,181 +146,116 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
             draft.error(
                 word, f"unknown option '{word.text}'.", hint or "Options are 'append' and 'key=<c1,c2>'."
             )
-    history_problem = _check_history(draft, keyword, options)
-    merge_problem = _check_merge_options(draft, options, merge_columns)
-    deletes_problem = _check_deletes(draft, options)
-    if "new_rows" in options and "append" not in options and not draft.manual:
-        draft.error(
-            options["new_rows"],
-            "'new_rows' needs 'append'.",
-            "It appends the SELECT over the rows the upstream gained since the last run: write 'append new_rows'.",
-        )
+    strategy = _strategy(draft, options)
+    given = _given_options(draft, options, strategy, merge_columns, within)
+    try:
+        written = write_options(strategy, **given)
+    except WriteOptionsError as err:
+        for problem in err.problems:
+            if problem.option == "key" and not given["key"] and "key=" in options:
+                continue  # key= was given, and its columns' problems reported where it was read
+            draft.error(_problem_word(draft, keyword, options, merge_columns, problem), problem.message, problem.hint)
+        # The file does not load; the rest of its checks see the strategy with its key only.
+        written = _without_options(strategy, given)
+    if not isinstance(written, (MergeWriteOptions, HistoryWriteOptions)):
+        draft.key_columns = ()
+    if not isinstance(written, HistoryWriteOptions) or not written.track:
+        draft.track_columns = ()
+    if not isinstance(written, HistoryWriteOptions) or written.valid_from is None:
+        draft.valid_from_column = None
+    if isinstance(written, MergeWriteOptions) and (written.update or written.keep or written.within):
+        draft.merge_columns = tuple(
+            (option[:-1], column) for option, columns in merge_columns.items() for column in columns
+        ) + draft.merge_columns
+    else:
+        draft.merge_columns = ()
+    if uri is not None:
+        draft.materialize = materialize_spec(uri, written, draft.src.location(words[0].line, words[0].col))
+
+
+def _strategy(draft: HeaderDraft, options: dict[str, Word]) -> WriteStrategy:
+    """The strategy the line's words choose; two strategy words together are reported here."""
     if draft.manual:
-        for name in ("append", "new_rows", "key=", "history", "deletes=", *HISTORY_OPTIONS, *MERGE_OPTIONS):
+        for name in ("append", "history"):
             if name in options:
                 draft.error(
                     options[name],
                     f"'manual' cannot be combined with '{name}'.",
                     f"A manual script writes its own table; remove '{options[name].text}' or 'manual'.",
                 )
-    if uri is None:
-        return
-    track: tuple[str, ...] = ()
-    valid_from: Optional[str] = None
-    if draft.manual:
-        strategy, key = WriteStrategy.MANUAL, ()
-    elif draft.history is not None and not history_problem:
-        strategy, key = WriteStrategy.HISTORY, tuple(w.text for w in draft.key_columns)
-        track = tuple(w.text for w in draft.track_columns)
-        valid_from = draft.valid_from_column.text if draft.valid_from_column else None
-    elif "append" in options:  # append wins over key= (Windmill semantics)
-        strategy, key = WriteStrategy.APPEND, ()
-    elif "key=" in options:
-        strategy, key = WriteStrategy.MERGE, tuple(w.text for w in draft.key_columns)
-    else:
-        strategy, key = WriteStrategy.REPLACE, ()
-    if strategy not in (WriteStrategy.MERGE, WriteStrategy.HISTORY):
-        draft.key_columns = ()
-    if strategy is not WriteStrategy.HISTORY:
-        draft.track_columns = ()
-        draft.valid_from_column = None
-    merge = MergeOptions()
-    if strategy is WriteStrategy.MERGE and not merge_problem:
-        merge = MergeOptions(
-            update=tuple(w.text for w in merge_columns.get("update=", ())),
-            keep=tuple(w.text for w in merge_columns.get("keep=", ())),
-            within=within.text if within else None,
-            deletes="deletes=" in options and not deletes_problem,
-        )
-        draft.merge_columns = tuple(
-            (option[:-1], column) for option, columns in merge_columns.items() for column in columns
-        ) + draft.merge_columns
-    else:
-        draft.merge_columns = ()
-    location = draft.src.location(words[0].line, words[0].col)
-    draft.materialize = MaterializeSpec(
-        uri,
-        strategy,
-        key,
-        track=track,
-        close_deletes=strategy is WriteStrategy.HISTORY and "deletes=" in options and not deletes_problem,
-        valid_from=valid_from,
-        merge=merge,
-        location=location,
-        new_rows=strategy is WriteStrategy.APPEND and "new_rows" in options,
-    )
+        return WriteStrategy.MANUAL
+    if draft.history is not None:
+        if "append" in options:
+            draft.error(
+                options["append"],
+                f"'{draft.history.text}' cannot be combined with 'append'.",
+                f"History keeps versions itself; remove 'append' or '{draft.history.text}'.",
+            )
+        return WriteStrategy.HISTORY
+    if "append" in options:  # append wins over key= (Windmill semantics)
+        return WriteStrategy.APPEND
+    return WriteStrategy.MERGE if "key=" in options else WriteStrategy.REPLACE
+
+
+def _given_options(
+    draft: HeaderDraft,
+    options: dict[str, Word],
+    strategy: WriteStrategy,
+    merge_columns: dict[str, tuple[Word, ...]],
+    within: Optional[TargetPredicate],
+) -> dict[str, Any]:
+    """The options the line gives, by field name, each read already (a value whose syntax
+    was wrong is left out: it was reported where it was read)."""
+    deletes = options.get("deletes=")
+    deletes_value = deletes.text[len("deletes="):] if deletes is not None else None
+    return {
+        # Under 'append', key= says nothing (append wins); so does 'history' under 'manual'.
+        "key": () if strategy is WriteStrategy.APPEND else tuple(w.text for w in draft.key_columns),
+        "track": tuple(w.text for w in draft.track_columns),
+        "valid_from": draft.valid_from_column.text if draft.valid_from_column else None,
+        "deletes": deletes_value if deletes_value in DELETES_VALUES else None,
+        "update": tuple(w.text for w in merge_columns.get("update=", ())),
+        "keep": tuple(w.text for w in merge_columns.get("keep=", ())),
+        "within": within.text if within else None,
+        "new_rows": "new_rows" in options,
+    }
+
+
+def _problem_word(
+    draft: HeaderDraft,
+    keyword: Word,
+    options: dict[str, Word],
+    merge_columns: dict[str, tuple[Word, ...]],
+    problem: OptionProblem,
+) -> Word:
+    """The word a problem is about: its column, else its option, else the strategy's word."""
+    if problem.column is not None:
+        columns = {
+            "key": draft.key_columns,
+            "track": draft.track_columns,
+            "valid_from": (draft.valid_from_column,) if draft.valid_from_column else (),
+            **{name[:-1]: words for name, words in merge_columns.items()},
+        }.get(problem.option, ())
+        for word in columns:
+            if word.text == problem.column:
+                return word
+    option = options.get(problem.option) or options.get(f"{problem.option}=")
+    return option or draft.history or keyword
+
+
+def _without_options(strategy: WriteStrategy, given: dict[str, Any]):
+    """The strategy with its key only, or a replace when that is not valid either."""
+    try:
+        return write_options(strategy, key=given["key"]) if given["key"] else write_options(strategy)
+    except WriteOptionsError:
+        return write_options(WriteStrategy.REPLACE)
+
 
 def check_materialized(draft: HeaderDraft) -> None:
     """A file without a materialize line produces no table: report it at the top of the file."""
     if draft.materialize_line is None:
         hint = f"Add '{MATERIALIZE_FORM}' at the top of the file."
         draft.error(Word("", 1, 1), "no '-- materialize' annotation.", hint)
-
-
-def _check_history(draft: HeaderDraft, keyword: Word, options: dict[str, Word]) -> bool:
-    """The SCD2 option rules; whether any was broken."""
-    before = len(draft.diagnostics)
-    history = draft.history
-    if history is None:
-        for name in HISTORY_OPTIONS:
-            if name in options:
-                draft.error(
-                    options[name],
-                    f"'{name}' needs 'history'.",
-                    f"It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove "
-                    f"'{options[name].text}'.",
-                )
-        return len(draft.diagnostics) > before
-    if draft.manual:
-        return True  # reported with the other 'manual' conflicts
-    if "key=" not in options:
-        draft.error(
-            history,
-            f"'{history.text}' needs 'key=<c1,c2>'.",
-            "The key identifies an entity across its versions; add e.g. 'key=id'.",
-        )
-    if "append" in options:
-        draft.error(
-            options["append"],
-            f"'{history.text}' cannot be combined with 'append'.",
-            f"History keeps versions itself; remove 'append' or '{history.text}'.",
-        )
-    keys = {w.text.lower() for w in draft.key_columns}
-    for column in draft.track_columns:
-        if column.text.lower() in keys:
-            draft.error(
-                column,
-                f"track column '{column.text}' is a key column.",
-                "The key identifies the entity and never changes; track only non-key columns.",
-            )
-    stamp = draft.valid_from_column
-    if stamp is not None and stamp.text.lower() in keys:
-        draft.error(
-            stamp,
-            f"valid_from column '{stamp.text}' is a key column.",
-            "Name the column holding when the source changed the row, e.g. valid_from=updated_at.",
-        )
-    return len(draft.diagnostics) > before
-
-
-def _check_deletes(draft: HeaderDraft, options: dict[str, Word]) -> bool:
-    """``deletes=`` rules: ``delete`` on a merge, ``close`` on a history; whether one was broken."""
-    word = options.get("deletes=")
-    if word is None:
-        return False
-    if draft.manual:
-        return True  # reported with the other 'manual' conflicts
-    value = word.text[len("deletes=") :]
-    if value not in DELETES_VALUES:
-        return True  # reported where it was read
-    if "append" in options or "key=" not in options:
-        draft.error(
-            word,
-            f"'{word.text}' needs 'key=<c1,c2>'.",
-            f"Deleted keys are a merge's (deletes=delete: {MERGE_FORM}) or a history's (deletes=close: {HISTORY_FORM}).",
-        )
-        return True
-    wanted = "close" if draft.history is not None else "delete"
-    if value != wanted:
-        if draft.history is not None:
-            how = "A history never deletes a version; write 'deletes=close' to close the current version of absent keys"
-        else:
-            how = "A merge deletes absent keys (there is no version to close); write 'deletes=delete', or add 'history'"
-        draft.error(word, f"'{word.text}' does not apply to a {DELETES_VALUES[wanted]}.", how + ".")
-        return True
-    return False
-
-
-def _check_merge_options(
-    draft: HeaderDraft, options: dict[str, Word], merge_columns: dict[str, tuple[Word, ...]]
-) -> bool:
-    """The merge option rules (a merge's, one of update=/keep=, no key column); whether any
-    was broken."""
-    before = len(draft.diagnostics)
-    given = [options[name] for name in MERGE_OPTIONS if name in options]
-    if draft.manual:
-        return bool(given)  # reported with the other 'manual' conflicts
-    for word in given:
-        name = option_name(word.text)
-        if draft.history is not None:
-            draft.error(word, f"'{name}' applies to a merge, not to '{draft.history.text}'.",
-                        f"History keeps every version of every column; remove '{name}'.", span=len(name))
-        elif "append" in options:
-            draft.error(word, f"'{name}' applies to a merge, not to 'append'.",
-                        f"Remove 'append' to merge on key=, or remove '{name}'.", span=len(name))
-        elif "key=" not in options:
-            draft.error(word, f"'{name}' needs 'key=<c1,c2>'.",
-                        f"It is a merge option: {MERGE_FORM}.", span=len(name))
-    if "update=" in options and "keep=" in options:
-        draft.error(options["keep="], "'update=' and 'keep=' cannot both be given.",
-                    "Name the columns a match updates (update=) or the ones it keeps (keep=), not both.", span=len("keep="))
-    keys = {w.text.lower() for w in draft.key_columns}
-    for name, columns in merge_columns.items():
-        for column in columns:
-            if column.text.lower() in keys:
-                draft.error(column, f"{name[:-1]} column '{column.text}' is a key column.",
-                            "A match is found by the key, which never changes; name only non-key columns.")
-    return len(draft.diagnostics) > before
 
 
 def _within(draft: HeaderDraft, word: Word) -> Optional[TargetPredicate]:

@@ -18,15 +18,13 @@ from assetlake_dagster.spec import (
     ClusterColumn,
     LayoutSpec,
     MaterializeSpec,
-    MergeOptions,
     TableUri,
     WriteStrategy,
     contract_table,
     is_identifier,
-    write_contract,
 )
+from assetlake_dagster.spec.write_options import WriteOptionsError, contract_metadata, write_options
 from assetlake_dagster.sql.target_predicate import TargetPredicate
-from assetlake_dagster.writes import STRATEGIES, strategy_for
 
 
 def managed_write(
@@ -77,63 +75,25 @@ def managed_write(
     kind = WriteStrategy(strategy)
     if kind is WriteStrategy.MANUAL:
         raise UsageError("'manual' is for SQL files that write themselves; return nothing instead")
-    # Which options a strategy takes is the strategy class's to say (writes/<name>.py).
-    write = strategy_for(kind)
-    if write.needs_key and not key:
-        raise UsageError(f"{kind.value} needs key=[...] columns")
-    if key and not write.needs_key:
-        keyed = " and ".join(s.value for s, w in STRATEGIES.items() if w.needs_key)
-        raise UsageError(f"key= only applies to {keyed}, not {kind.value}")
-    if (track or valid_from is not None) and not write.history_options:
-        scd2 = " and ".join(s.value for s, w in STRATEGIES.items() if w.history_options)
-        raise UsageError(f"track= and valid_from= only apply to {scd2}, not {kind.value}")
-    if valid_from is not None and (not is_identifier(valid_from) or valid_from.lower() in {k.lower() for k in key}):
-        raise UsageError(f"valid_from={valid_from!r}: name one plain non-key column, e.g. 'updated_at'")
-    if deletes is not None:
-        wanted = "close" if write.history_options else "delete" if kind is WriteStrategy.MERGE else None
-        if wanted is None:
-            raise UsageError(f"deletes= applies to merge ('delete') and history ('close'), not {kind.value}")
-        if deletes != wanted:
-            raise UsageError(f"deletes={deletes!r}: a {kind.value} takes deletes={wanted!r} (default: None, the key stays)")
-    overlap = sorted({c.lower() for c in track} & {k.lower() for k in key})
-    if overlap:
-        raise UsageError(f"track= includes key columns {overlap}; track only non-key columns")
-    merge = _merge_options(kind, key, update, keep, within, deletes == "delete")
-    uri = TableUri.parse(table) if table is not None else None
-    bad = [c for c in cluster_by if not is_identifier(c)]
-    if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
-        raise UsageError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
-    layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
-    contract = write_contract(kind, tuple(key), tuple(track), deletes == "close", uri, merge, valid_from)
-    return {WRITE_METADATA_KEY: contract, **layout.to_metadata()}
-
-
-def _merge_options(
-    kind: WriteStrategy,
-    key: Sequence[str],
-    update: Sequence[str],
-    keep: Sequence[str],
-    within: Optional[str],
-    deletes: bool = False,
-) -> MergeOptions:
-    """``managed_write``'s merge options, checked as the materialize line checks them."""
-    if not (update or keep or within):
-        return MergeOptions(deletes=deletes)
-    if kind is not WriteStrategy.MERGE:
-        raise UsageError(f"update=, keep= and within= only apply to merge, not {kind.value}")
-    if update and keep:
-        raise UsageError("give update= (the columns a match sets) or keep= (the ones it keeps), not both")
-    keys = {k.lower() for k in key}
-    named = [*update, *keep]
-    bad = [c for c in named if not is_identifier(c) or c.lower() in keys]
-    if bad:
-        raise UsageError(f"update=/keep= {bad}: name plain non-key columns")
     if within is not None:
         try:
             TargetPredicate.parse(within)
         except ValueError as problem:
             raise UsageError(f"within={within!r}: {problem}") from None
-    return MergeOptions(tuple(update), tuple(keep), within, deletes)
+    try:
+        # Which options a strategy takes, and how they combine, is the options classes' to say.
+        options = write_options(
+            kind, key=tuple(key), track=tuple(track), valid_from=valid_from, deletes=deletes,
+            update=tuple(update), keep=tuple(keep), within=within,
+        )
+    except WriteOptionsError as err:
+        raise WriteOptionsError(err.problems, where=f"managed_write({strategy!r})") from None
+    uri = TableUri.parse(table) if table is not None else None
+    bad = [c for c in cluster_by if not is_identifier(c)]
+    if bad or len(cluster_by) > MAX_CLUSTER_COLUMNS:
+        raise UsageError(f"cluster_by={list(cluster_by)}: at most {MAX_CLUSTER_COLUMNS} plain column names")
+    layout = LayoutSpec(tuple(ClusterColumn(c) for c in cluster_by), tuple((properties or {}).items()))
+    return {WRITE_METADATA_KEY: contract_metadata(options, uri), **layout.to_metadata()}
 
 
 def materialize_spec_for(asset_key: dg.AssetKey, metadata: Any) -> MaterializeSpec:

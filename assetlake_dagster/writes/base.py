@@ -43,15 +43,13 @@ class WritePlan:
 class WriteStrategyBase(ABC):
     """One way of reconciling a slice with its Delta table, in exactly one commit.
 
-    A new strategy subclasses this in its own ``writes/<name>.py``, sets ``strategy`` and
-    the options it takes, implements :meth:`plan` and :meth:`write`, overrides the scopes
+    A new strategy subclasses this in its own ``writes/<name>.py``, sets ``strategy`` (the
+    options it takes are its class's in :mod:`assetlake_dagster.spec.write_options`), implements :meth:`plan` and :meth:`write`, overrides the scopes
     when its data tests see more than the new rows, and is registered in
     ``writes/__init__.py``.
 
     Attributes:
         strategy: the ``WriteStrategy`` value it implements.
-        needs_key: requires ``key=`` columns (and only such strategies accept them).
-        history_options: accepts ``track=`` and ``deletes=`` (SCD2 options).
         whole_table_only: cannot write a partitioned table.
         current_view: keeps a ``<table>_current`` view of the current rows beside the table.
 
@@ -62,8 +60,6 @@ class WriteStrategyBase(ABC):
     """
 
     strategy: WriteStrategy
-    needs_key: bool = False
-    history_options: bool = False
     whole_table_only: bool = False
     current_view: bool = False
 

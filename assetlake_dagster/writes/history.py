@@ -245,8 +245,6 @@ class HistoryWrite(WriteStrategyBase):
 
     strategy = WriteStrategy.HISTORY
     title = "SCD2 history"
-    needs_key = True
-    history_options = True
     # Versions are per key across the whole table; a slice cannot close another's rows.
     whole_table_only = True
     current_view = True

@@ -234,7 +234,6 @@ class MergeWrite(WriteStrategyBase):
     """Upsert on ``key=`` columns in one MERGE commit; no commit when nothing changed."""
 
     strategy = WriteStrategy.MERGE
-    needs_key = True
 
     def describe(self, spec: MaterializeSpec) -> str:
         return f"merge on key ({', '.join(spec.key)})"

@@ -253,8 +253,8 @@ INVALID = [
     ),
     pytest.param(
         "-- materialize manual delta://a/t key=id\n",
-        "f.sql:1:35: 'manual' cannot be combined with 'key='. "
-        "A manual script writes its own table; remove 'key=id' or 'manual'.",
+        "f.sql:1:35: 'key=' applies to merge and history, not to manual. "
+        "A manual script writes its own table; remove it or 'manual'.",
         id="manual-with-key",
     ),
     pytest.param(
@@ -408,7 +408,7 @@ INVALID = [
     ),
     pytest.param(
         "-- materialize scd2 delta://a/t\n",
-        "f.sql:1:16: 'scd2' needs 'key=<c1,c2>'. "
+        "f.sql:1:16: 'history' needs 'key=<c1,c2>'. "
         "The key identifies an entity across its versions; add e.g. 'key=id'.",
         id="scd2-without-key",
     ),
@@ -431,8 +431,8 @@ INVALID = [
     ),
     pytest.param(
         "-- materialize delta://a/t key=id track=name,tier\n",
-        "f.sql:1:35: 'track=' needs 'history'. "
-        "It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove 'track=name,tier'.",
+        "f.sql:1:35: 'track=' applies to history, not to merge. "
+        "It is a history option: add 'history' after 'key=<c1,c2>', or remove it.",
         id="track-without-history",
     ),
     pytest.param(
@@ -449,10 +449,8 @@ INVALID = [
     ),
     pytest.param(
         "-- materialize delta://a/t append deletes=delete\n",
-        "f.sql:1:35: 'deletes=delete' needs 'key=<c1,c2>'. "
-        "Deleted keys are a merge's (deletes=delete: -- materialize delta://<schema>/<table> key=<c1,c2> "
-        "[update=<c1,c2> | keep=<c1,c2>] [within=\"<predicate>\"] [deletes=delete]) or a history's (deletes=close: "
-        "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>]).",
+        "f.sql:1:35: 'deletes=' applies to merge and history, not to append. "
+        "'deletes=delete' is a merge's (key=<c1,c2>) and 'deletes=close' a history's; remove it.",
         id="deletes-without-key",
     ),
     pytest.param(
@@ -464,8 +462,8 @@ INVALID = [
     ),
     pytest.param(
         "-- materialize delta://a/t key=id valid_from=updated_at\n",
-        "f.sql:1:35: 'valid_from=' needs 'history'. "
-        "It is an SCD2 history option; add 'history' after 'key=<c1,c2>' or remove 'valid_from=updated_at'.",
+        "f.sql:1:35: 'valid_from=' applies to history, not to merge. "
+        "It is a history option: add 'history' after 'key=<c1,c2>', or remove it.",
         id="valid-from-without-history",
     ),
     pytest.param(

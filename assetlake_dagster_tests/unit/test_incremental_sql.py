@@ -118,7 +118,7 @@ def test_an_append_new_rows_is_row_local_and_says_so_when_it_loads():
         ),
         (
             "-- materialize delta://s/t key=id new_rows\nSELECT id FROM raw.orders\n",
-            "/p/f.sql:1:35: 'new_rows' needs 'append'. It appends the SELECT over the rows the upstream gained since "
+            "/p/f.sql:1:35: 'new_rows' applies to append, not to merge. It appends the SELECT over the rows the upstream gained since "
             "the last run: write 'append new_rows'.",
         ),
     ],

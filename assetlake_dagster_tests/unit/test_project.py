@@ -279,8 +279,8 @@ def test_invalid_project_reports_every_file_together(in_projects):
         ),
         pytest.param(
             "manual_with_key",
-            "1:51: 'manual' cannot be combined with 'key='. "
-            "A manual script writes its own table; remove 'key=id' or 'manual'.",
+            "1:51: 'key=' applies to merge and history, not to manual. "
+            "A manual script writes its own table; remove it or 'manual'.",
             id="manual-with-key",
         ),
         pytest.param(

@@ -210,16 +210,16 @@ def test_history_plan_shows_the_merge():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        pytest.param({"strategy": "history"}, "history needs key=[...] columns", id="no-key"),
-        pytest.param({"strategy": "merge", "key": ["id"], "track": ["a"]}, "only apply to history", id="track-merge"),
-        pytest.param({"strategy": "history", "key": ["id"], "deletes": "soft"}, "a history takes deletes='close'", id="deletes"),
-        pytest.param({"strategy": "history", "key": ["id"], "deletes": "delete"}, "a history takes deletes='close'", id="deletes-delete-history"),
-        pytest.param({"strategy": "merge", "key": ["id"], "deletes": "close"}, "a merge takes deletes='delete'", id="deletes-close-merge"),
-        pytest.param({"strategy": "append", "deletes": "delete"}, "applies to merge ('delete') and history ('close'), not append", id="deletes-append"),
-        pytest.param({"strategy": "history", "key": ["id"], "track": ["ID"]}, "includes key columns", id="track-key"),
-        pytest.param({"strategy": "merge", "key": ["id"], "valid_from": "at"}, "only apply to history", id="valid-from-merge"),
-        pytest.param({"strategy": "history", "key": ["id"], "valid_from": "ID"}, "one plain non-key column", id="valid-from-key"),
-        pytest.param({"strategy": "history", "key": ["id"], "valid_from": "a b"}, "one plain non-key column", id="valid-from-bad"),
+        pytest.param({"strategy": "history"}, "managed_write('history'): 'history' needs 'key=<c1,c2>'.", id="no-key"),
+        pytest.param({"strategy": "merge", "key": ["id"], "track": ["a"]}, "'track=' applies to history, not to merge.", id="track-merge"),
+        pytest.param({"strategy": "history", "key": ["id"], "deletes": "soft"}, "'deletes=soft' does not apply to a history.", id="deletes"),
+        pytest.param({"strategy": "history", "key": ["id"], "deletes": "delete"}, "'deletes=delete' does not apply to a history.", id="deletes-delete-history"),
+        pytest.param({"strategy": "merge", "key": ["id"], "deletes": "close"}, "'deletes=close' does not apply to a merge.", id="deletes-close-merge"),
+        pytest.param({"strategy": "append", "deletes": "delete"}, "'deletes=' applies to merge and history, not to append.", id="deletes-append"),
+        pytest.param({"strategy": "history", "key": ["id"], "track": ["ID"]}, "track column 'ID' is a key column.", id="track-key"),
+        pytest.param({"strategy": "merge", "key": ["id"], "valid_from": "at"}, "'valid_from=' applies to history, not to merge.", id="valid-from-merge"),
+        pytest.param({"strategy": "history", "key": ["id"], "valid_from": "ID"}, "valid_from column 'ID' is a key column.", id="valid-from-key"),
+        pytest.param({"strategy": "history", "key": ["id"], "valid_from": "a b"}, "valid_from column 'a b' is not an allowed identifier.", id="valid-from-bad"),
     ],
 )
 def test_managed_write_history_validation(kwargs, message):

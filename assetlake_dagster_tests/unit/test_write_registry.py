@@ -6,6 +6,7 @@ A new strategy is the enum value, its grammar, one ``writes/<name>.py`` and one 
 """
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import os
@@ -15,6 +16,7 @@ import pytest
 
 import assetlake_dagster.writes as writes
 from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
+from assetlake_dagster.spec.write_options import OPTIONS_BY_STRATEGY
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WritePlan, WriteStrategyBase, WriteTarget, strategy_for
 
 MANAGED = [s for s in WriteStrategy if s is not WriteStrategy.MANUAL]
@@ -22,8 +24,8 @@ WRITES_DIR = os.path.dirname(writes.__file__)
 
 
 def _spec(strategy: WriteStrategy) -> MaterializeSpec:
-    needs_key = STRATEGIES[strategy].needs_key if strategy in STRATEGIES else False
-    return MaterializeSpec(TableUri("s", "t"), strategy, key=("id",) if needs_key else ())
+    keyed = "key" in {f.name for f in dataclasses.fields(OPTIONS_BY_STRATEGY[strategy])}
+    return MaterializeSpec(TableUri("s", "t"), strategy, key=("id",) if keyed else ())
 
 
 def _strategy_classes() -> dict[str, list[str]]:
@@ -102,8 +104,10 @@ def test_descriptions_name_the_options():
 
 
 def test_options_are_the_strategies_own():
-    assert {s.value for s, w in STRATEGIES.items() if w.needs_key} == {"merge", "history"}
-    assert {s.value for s, w in STRATEGIES.items() if w.history_options} == {"history"}
+    assert set(OPTIONS_BY_STRATEGY) == set(WriteStrategy)
+    takes = {s.value: {f.name for f in dataclasses.fields(c)} for s, c in OPTIONS_BY_STRATEGY.items()}
+    assert {s for s, fields in takes.items() if "key" in fields} == {"merge", "history"}
+    assert {s for s, fields in takes.items() if "track" in fields} == {"history"}
     assert {s.value for s, w in STRATEGIES.items() if w.whole_table_only} == {"history"}
     assert {s.value for s, w in STRATEGIES.items() if w.current_view} == {"history"}
     assert strategy_for(WriteStrategy.HISTORY).test_scope(False) == "the current rows"
