@@ -41,9 +41,9 @@ class DeltaIOManager(dg.ConfigurableIOManager):
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         from assetlake_dagster.run.asset_io import write_output
 
-        write_output(self, context, obj)
+        write_output(self.spark, context, obj)
 
     def load_input(self, context: dg.InputContext) -> Any:
         from assetlake_dagster.run.asset_io import read_input
 
-        return read_input(self, context)
+        return read_input(self.spark, context)

@@ -34,6 +34,7 @@ from assetlake_dagster.run.materialization_metadata import (
     schema_version_metadata,
     version_files_here,
 )
+from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.defs.write_contract import materialize_spec_for
 from assetlake_dagster.run.decision import previous_data_version
 from assetlake_dagster.spec import (
@@ -63,7 +64,6 @@ from assetlake_dagster.writes.retry import write_with_retries
 from assetlake_dagster.writes.slices import describe_slice
 
 if TYPE_CHECKING:  # PySpark (and pandas) load when a run needs them, not with the definitions
-    from assetlake_dagster.defs.io_manager import DeltaIOManager
     import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
@@ -131,14 +131,16 @@ def _contiguous(pdf: "pd.DataFrame") -> "pd.DataFrame":
     return pdf
 
 
-def write_output(manager: "DeltaIOManager", context: dg.OutputContext, obj: Any) -> None:
-    """What :meth:`DeltaIOManager.handle_output` does: write ``obj`` as one managed commit."""
+def write_output(spark: SparkDeltaResource, context: dg.OutputContext, obj: Any) -> None:
+    """What ``DeltaIOManager.handle_output`` does: write ``obj`` as one managed commit to
+    ``spark``'s lake."""
+    lake = spark.lake
     if obj is None:
         # An asset that wrote nothing (e.g. a `manual` SQL file returning a result).
         return
     # A Spark DataFrame is written in its own session (a SQL asset's, with its
     # setup's temp views); pandas goes through the process's shared one.
-    session = obj.sparkSession if _is_spark_frame(obj) else manager.spark.get_session()
+    session = obj.sparkSession if _is_spark_frame(obj) else spark.get_session()
     contract = materialize_spec_for(context.asset_key, context.definition_metadata)
     uri, strategy = contract.uri, contract.strategy
     write = strategy_for(strategy)
@@ -149,7 +151,7 @@ def write_output(manager: "DeltaIOManager", context: dg.OutputContext, obj: Any)
     if partitions and write.whole_table_only:
         others = "/".join(s.value for s, w in STRATEGIES.items() if not w.whole_table_only)
         raise ConfigError(f"{uri}: {write.title} is whole-table only; remove the partitions or use {others}.")
-    target = WriteTarget.from_spec(contract, manager.lake.table_path(uri), _stamp(context, uri, partitions), partitions)
+    target = WriteTarget.from_spec(contract, lake.table_path(uri), _stamp(context, uri, partitions), partitions)
     df = to_spark(session, obj)
     if partitions:
         df = with_partition_column(session, df, partitions, uri)
@@ -172,24 +174,24 @@ def write_output(manager: "DeltaIOManager", context: dg.OutputContext, obj: Any)
         with new_table_properties(session, layout), errors_reported_by_caller():
             result = write_with_retries(write, session, df, target, context.log)
     except Exception as exc:
-        lost = engine_lost_failure(exc, f"the write of {uri}", None if manager.lake.is_url else target.path)
+        lost = engine_lost_failure(exc, f"the write of {uri}", None if lake.is_url else target.path)
         if lost is not None:
             raise lost from exc
         raise
     layout_changes = apply_layout(session, target.path, layout, comments)
     for change in layout_changes:
         context.log.info(f"{uri}: {change['change']} {change['from']} -> {change['to']} (Delta version {change['version']})")
-    register_table(session, manager.lake, uri)
+    register_table(session, lake, uri)
     if write.current_view:
         # Kept in step with every run, committed or not, so later steps can read it.
-        register_current_view(session, manager.lake, uri)
+        register_current_view(session, lake, uri)
     context.log.info(
         f"{uri}: {strategy.value} -> "
         + (f"Delta version {result.version}" if result.committed else "no change, no new version")
     )
     # The version's checksum lists its files: the counts the commit does not state and
     # the preview come from it, without Spark, when this process reads the lake's files.
-    files, file_rows = version_files_here(session, manager.lake, target.path, result.version)
+    files, file_rows = version_files_here(session, lake, target.path, result.version)
     # A batch's rows per partition (from the checksum, else one grouped query), whose
     # sum is also the slice's count.
     partition_counts = (
@@ -233,16 +235,17 @@ def write_output(manager: "DeltaIOManager", context: dg.OutputContext, obj: Any)
             add_partition_output_metadata(context, {"dagster/partition_row_count": dg.MetadataValue.int(count)}, partition)
 
 
-def read_input(manager: "DeltaIOManager", context: dg.InputContext) -> Any:
-    """What :meth:`DeltaIOManager.load_input` does: read the upstream's table."""
-    session = manager.spark.get_session()
+def read_input(spark: SparkDeltaResource, context: dg.InputContext) -> Any:
+    """What ``DeltaIOManager.load_input`` does: read the upstream's table from ``spark``'s lake."""
+    lake = spark.lake
+    session = spark.get_session()
     # The upstream's own contract names its table (its key may carry a prefix).
     upstream = context.upstream_output.definition_metadata if context.upstream_output else None
     uri = materialize_spec_for(context.asset_key, upstream).uri
     version = (context.definition_metadata or {}).get(READ_VERSION_KEY)
     version = getattr(version, "value", version)
-    path = manager.lake.table_path(uri)
-    deferred = deferred_inputs(session, manager.lake, manager.spark.defer_lake, [uri], input_run(context))
+    path = lake.table_path(uri)
+    deferred = deferred_inputs(session, lake, spark.defer_lake, [uri], input_run(context))
     if uri in deferred:  # a dev lake without this table reads prod's, pinned (run/defer.py)
         source = deferred[uri]
         path, version = source.path, version if version is not None else source.version
