@@ -1,8 +1,8 @@
 """``-- materialize [manual|scd2] delta://<schema>/<table> [options]``: the target and its strategy.
 
 Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``,
-``within="<predicate>"`` and ``deletes=delete``, ``history`` with ``track=``, ``deletes=close`` and
-``valid_from=<column>`` (SCD2). One line per file; a file without one is an error.
+``within="<predicate>"`` and ``deletes=delete``, ``history`` with ``track=``, ``deletes=close``,
+``valid_from=<column>`` and ``late=insert`` (SCD2). One line per file; a file without one is an error.
 
 The line's words choose the strategy, and each option's value is read (and its syntax
 checked) here; which options a strategy takes and how they combine is checked once, by its
@@ -23,6 +23,7 @@ from assetlake_dagster.annotations.header import (
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import WriteStrategy, is_identifier
 from assetlake_dagster.spec.write_options import (
+    LATE_VALUES,
     HistoryWriteOptions,
     MergeWriteOptions,
     OptionProblem,
@@ -34,7 +35,8 @@ from assetlake_dagster.sql.target_predicate import TargetPredicate
 
 MATERIALIZE_FORM = "-- materialize delta://<schema>/<table> [append] [key=<c1,c2>]"
 HISTORY_FORM = (
-    "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>]"
+    "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] "
+    "[valid_from=<column> [late=insert]]"
 )
 MERGE_FORM = (
     '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"] '
@@ -42,10 +44,10 @@ MERGE_FORM = (
 )
 #: Options of the materialize line, for did-you-mean.
 MATERIALIZE_OPTIONS = (
-    "append", "new_rows", "key=", "history", "track=", "deletes=", "valid_from=", "update=", "keep=", "within="
+    "append", "new_rows", "key=", "history", "track=", "deletes=", "valid_from=", "late=", "update=", "keep=", "within="
 )
 #: The history options, whose other tools' names point at the history form.
-HISTORY_OPTIONS = ("track=", "valid_from=")
+HISTORY_OPTIONS = ("track=", "valid_from=", "late=")
 #: The words ``deletes=`` takes: a merge deletes an absent key, a history closes its current
 #: version (which strategy takes which is spec/write_options.py's to check).
 DELETES_VALUES = ("delete", "close")
@@ -125,6 +127,13 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
                 )
         elif name == "valid_from=":
             draft.valid_from_column = _single_column(draft, word, "valid_from")
+        elif name == "late=":
+            if word.text[len("late="):] not in LATE_VALUES:
+                draft.error(
+                    word, f"unknown late= value '{word.text[len('late='):]}'.",
+                    "Write 'late=insert' (a version earlier than its key's latest is placed among its versions) "
+                    "or 'late=refuse' (the default: such a version fails the run).",
+                )
         elif name in ("update=", "keep="):
             merge_columns[name] = _columns(draft, word, name[:-1])
         elif name == "within=":
@@ -208,6 +217,8 @@ def _given_options(
     was wrong is left out: it was reported where it was read)."""
     deletes = options.get("deletes=")
     deletes_value = deletes.text[len("deletes="):] if deletes is not None else None
+    late = options.get("late=")
+    late_value = late.text[len("late="):] if late is not None else None
     return {
         # Under 'append', key= says nothing (append wins); so does 'history' under 'manual'.
         "key": () if strategy is WriteStrategy.APPEND else tuple(w.text for w in draft.key_columns),
@@ -218,6 +229,7 @@ def _given_options(
         "keep": tuple(w.text for w in merge_columns.get("keep=", ())),
         "within": within.text if within else None,
         "new_rows": "new_rows" in options,
+        "late": late_value if late_value in LATE_VALUES else None,
     }
 
 

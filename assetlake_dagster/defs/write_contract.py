@@ -39,6 +39,7 @@ def managed_write(
     keep: Sequence[str] = (),
     within: Optional[str] = None,
     valid_from: Optional[str] = None,
+    late: Optional[str] = None,
 ) -> dict[str, Any]:
     """Asset metadata choosing how the Delta IO manager writes a Python asset's output.
 
@@ -62,6 +63,9 @@ def managed_write(
             merge reads and may match; every row written must satisfy it.
         valid_from: ``history`` only: the column (TIMESTAMP or DATE) whose value starts each
             version, as ``valid_from=`` on the materialize line (default: the run's clock).
+        late: ``history`` on ``valid_from`` only: ``"insert"`` places a version earlier than
+            its key's latest among the key's versions, as ``late=insert``; by default such a
+            version fails the run.
 
     Example:
         >>> @dg.asset(key=["analytics", "customers"], metadata=managed_write("merge", key=["id"]))
@@ -84,7 +88,7 @@ def managed_write(
         # Which options a strategy takes, and how they combine, is the options classes' to say.
         options = write_options(
             kind, key=tuple(key), track=tuple(track), valid_from=valid_from, deletes=deletes,
-            update=tuple(update), keep=tuple(keep), within=within,
+            update=tuple(update), keep=tuple(keep), within=within, late=late,
         )
     except WriteOptionsError as err:
         raise WriteOptionsError(err.problems, where=f"managed_write({strategy!r})") from None

@@ -179,6 +179,9 @@ class MaterializeSpec:
             snapshot (``deletes=close``); by default they stay current (soft delete).
         valid_from: history only: the column whose value starts each version
             (``valid_from=<column>``); by default the run's clock time.
+        late_insert: history on ``valid_from`` only: a version whose timestamp falls before
+            its key's latest one is placed among the key's versions (``late=insert``)
+            instead of failing the run.
         new_rows: append only: each run appends the SELECT over the rows its upstream
             gained since the versions the table's rows were read up to (``append new_rows``),
             not over the whole upstream.
@@ -195,6 +198,7 @@ class MaterializeSpec:
     merge: MergeOptions = MergeOptions()
     location: Optional[SourceLocation] = field(default=None, compare=False)
     new_rows: bool = False
+    late_insert: bool = False
 
     def to_metadata(self) -> dict[str, Any]:
         """The write contract as asset metadata, under :data:`WRITE_METADATA_KEY`.
@@ -206,7 +210,7 @@ class MaterializeSpec:
         return {
             WRITE_METADATA_KEY: write_contract(
                 self.strategy, self.key, self.track, self.close_deletes, self.uri, self.merge, self.valid_from,
-                self.new_rows,
+                self.new_rows, self.late_insert,
             )
         }
 
@@ -242,6 +246,7 @@ class MaterializeSpec:
             valid_from=raw.get("valid_from") or None,
             merge=MergeOptions.from_json(raw.get("merge")),
             new_rows=bool(raw.get("new_rows")),
+            late_insert=raw.get("late") == "insert",
         )
 
 
@@ -275,9 +280,11 @@ def write_contract(
     merge: "MergeOptions" = MergeOptions(),
     valid_from: Optional[str] = None,
     new_rows: bool = False,
+    late_insert: bool = False,
 ) -> dict[str, Any]:
     """The JSON form of a write contract (``table`` is omitted when not known yet; ``merge``
-    when it holds no option, ``valid_from`` when history runs on the clock)."""
+    when it holds no option, ``valid_from`` when history runs on the clock, ``late`` unless
+    late versions are inserted)."""
     contract: dict[str, Any] = {"table": str(uri)} if uri is not None else {}
     contract.update(
         strategy=strategy.value,
@@ -289,6 +296,8 @@ def write_contract(
         contract["valid_from"] = valid_from
     if new_rows:
         contract["new_rows"] = True
+    if late_insert:
+        contract["late"] = "insert"
     if merge:
         contract["merge"] = merge.to_json()
     return contract

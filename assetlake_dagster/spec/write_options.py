@@ -67,7 +67,10 @@ _MISPLACED_HINTS = {
     "within": "It is a merge option: give 'key=<c1,c2>' without 'append' or 'history', or remove it.",
     "deletes": "'deletes=delete' is a merge's (key=<c1,c2>) and 'deletes=close' a history's; remove it.",
     "new_rows": "It appends the SELECT over the rows the upstream gained since the last run: write 'append new_rows'.",
+    "late": "It is a history option: add 'history' after 'key=<c1,c2>' and 'valid_from=<column>', or remove it.",
 }
+#: What ``late=`` takes: refuse a version earlier than its key's latest (the default), or insert it.
+LATE_VALUES = ("refuse", "insert")
 _KEY_HINT = "A match is found by the key, which never changes; name only non-key columns."
 _IDENTIFIER_HINT = "Use letters, digits and '_' only, not starting with a digit."
 
@@ -160,13 +163,15 @@ class MergeWriteOptions(_Options):
 class HistoryWriteOptions(_Options):
     """``history`` (SCD2): versions of each ``key``, opened by a change of the ``track``
     columns, starting at the run's time or at ``valid_from``; ``deletes='close'`` closes the
-    current version of absent keys."""
+    current version of absent keys; ``late='insert'`` places a version earlier than its key's
+    latest among the key's versions."""
 
     STRATEGY: ClassVar[WriteStrategy] = WriteStrategy.HISTORY
     key: tuple[str, ...] = ()
     track: tuple[str, ...] = ()
     valid_from: Optional[str] = None
     deletes: Optional[str] = None
+    late: Optional[str] = None
 
     def problems(self) -> Iterator[OptionProblem]:
         yield from _key_problems(self.STRATEGY, self.key)
@@ -182,6 +187,18 @@ class HistoryWriteOptions(_Options):
             yield OptionProblem(
                 "deletes", f"'deletes={self.deletes}' does not apply to a history.",
                 "A history never deletes a version; write 'deletes=close' to close the current version of absent keys.",
+            )
+        if self.late not in (None, *LATE_VALUES):
+            yield OptionProblem("late", f"unknown late= value '{self.late}'.", "Write 'late=insert', or 'late=refuse' (the default).")
+        elif self.late == "insert" and self.valid_from is None:
+            yield OptionProblem(
+                "late", "'late=insert' needs 'valid_from=<column>'.",
+                "A late version is placed by its own timestamp: name the column holding it, e.g. valid_from=updated_at.",
+            )
+        elif self.late == "insert" and self.deletes == "close":
+            yield OptionProblem(
+                "late", "'late=insert' cannot be combined with 'deletes=close'.",
+                "A key closed at the run's time has no timestamp of the source's to be ordered by; keep one of them.",
             )
 
 
@@ -256,7 +273,7 @@ def contract_metadata(options: _Options, uri: Optional[TableUri] = None) -> dict
     fields = _contract_fields(options)
     return write_contract(
         options.STRATEGY, fields["key"], fields["track"], fields["close_deletes"], uri, fields["merge"],
-        fields["valid_from"], fields["new_rows"],
+        fields["valid_from"], fields["new_rows"], fields["late_insert"],
     )
 
 
@@ -271,4 +288,5 @@ def _contract_fields(options: _Options) -> dict[str, Any]:
         "valid_from": getattr(options, "valid_from", None),
         "merge": merge,
         "new_rows": bool(getattr(options, "new_rows", False)),
+        "late_insert": getattr(options, "late", None) == "insert",
     }

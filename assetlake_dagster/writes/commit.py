@@ -144,7 +144,7 @@ class CommitStamp:
 class WriteTarget:
     """Where and how one slice is written.
 
-    ``track``, ``close_deletes`` and ``valid_from`` only apply to history, ``merge`` to a merge (see
+    ``track``, ``close_deletes``, ``valid_from`` and ``late_insert`` only apply to history, ``merge`` to a merge (see
     :class:`~assetlake_dagster.spec.MaterializeSpec`). ``cluster_by`` is the table's declared
     clustering (``-- cluster_by``): a merge on a clustering key bounds its reads by key ranges. ``partitions`` are the keys of the
     slice for a partitioned table (one, or a backfill batch); empty for a whole table.
@@ -162,6 +162,7 @@ class WriteTarget:
     track: tuple[str, ...] = ()
     close_deletes: bool = False
     valid_from: Optional[str] = None
+    late_insert: bool = False
     partitions: tuple[str, ...] = ()
     merge: MergeOptions = MergeOptions()
     cluster_by: tuple[str, ...] = ()
@@ -190,6 +191,7 @@ class WriteTarget:
             track=spec.track,
             close_deletes=spec.close_deletes,
             valid_from=spec.valid_from,
+            late_insert=spec.late_insert,
             partitions=tuple(partitions),
             merge=spec.merge,
         )

@@ -28,6 +28,12 @@ strictly later than every ``valid_from``/``valid_to`` its key has; a NULL, an eq
 earlier timestamp (a late or repeated change) fails the run, naming the keys, before
 anything is written. A key closed by ``deletes=close`` has no source row: it closes at the
 run's clock, which must also be later than its key's versions.
+
+With ``late=insert`` (on ``valid_from``) an earlier timestamp is placed instead: each new start
+of a key is a version, the version it falls in ends at it, and it ends where that one ended
+(:func:`late_staged_changes_query`, :func:`late_history_merge_statement`). No row is dropped
+for repeating the version before it, so the table is a function of the set of rows delivered:
+the same rows in any order give the same history.
 """
 
 from __future__ import annotations
@@ -231,6 +237,117 @@ def history_merge_statement(
     )
 
 
+#: The late path's own columns: the row's start, and the key's versions around it.
+STARTS_COLUMN = f"{INTERNAL_PREFIX}starts"
+PREV_FROM_COLUMN = f"{INTERNAL_PREFIX}prev_from"
+PREV_TO_COLUMN = f"{INTERNAL_PREFIX}prev_to"
+NEXT_FROM_COLUMN = f"{INTERNAL_PREFIX}next_from"
+#: The merge-key column naming which version a late row closes (its key's previous one).
+MERGE_FROM_COLUMN = f"{INTERNAL_PREFIX}merge_from"
+
+
+def late_staged_changes_query(
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[str],
+    track: Sequence[str],
+    valid_from: str,
+    snapshot: str = "snapshot",
+) -> str:
+    """The run's diff with ``late=insert``: each snapshot row whose start its key does not
+    have yet, placed among the key's versions (the start of the version before it, that
+    version's end, and the start of the version after it), as ``insert``; a row whose key
+    has a version starting at the same time with other tracked values as ``conflict``; a
+    row without a start as ``no_start``; a NULL or duplicated key as ``invalid``. A row
+    whose key has that very version already is no change.
+
+    Example:
+        >>> print(late_staged_changes_query("tbl", ["id"], ["id", "v", "at"], ["v"], "at", "snap"))  # doctest: +ELLIPSIS
+        SELECT CASE WHEN s.`__assetlake_key_rows` > 1 OR s.`id` IS NULL THEN 'invalid' WHEN s.`__assetlake_starts` IS NULL THEN 'no_start' ...
+    """
+    t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
+    rows, starts = f"{s}.{q(KEY_ROWS_COLUMN)}", f"{s}.{q(STARTS_COLUMN)}"
+    null_key = " OR ".join(f"{s}.{q(k)} IS NULL" for k in key)
+    invalid = f"{rows} > 1 OR " + (f"({null_key})" if len(key) > 1 else null_key)
+    keys = ", ".join(q(k) for k in key)
+    tracked = ", ".join(q(c) for c in dict.fromkeys(track))
+    before = f"CASE WHEN {t}.{q(VALID_FROM)} < {starts} THEN {t}.{q(VALID_FROM)} END"
+    same = f"{t}.{q(VALID_FROM)} = {starts}"
+    differs = change_condition(track) if track else "false"
+    placement = (
+        f"SELECT {', '.join(f'{s}.{q(k)}' for k in key)}, {starts}, "
+        f"max({before}) AS {q(PREV_FROM_COLUMN)}, "
+        f"max_by({t}.{q(VALID_TO)}, {before}) AS {q(PREV_TO_COLUMN)}, "
+        f"min(CASE WHEN {t}.{q(VALID_FROM)} > {starts} THEN {t}.{q(VALID_FROM)} END) AS {q(NEXT_FROM_COLUMN)}, "
+        f"count(CASE WHEN {same} THEN 1 END) AS same, "
+        f"count(CASE WHEN {same} AND ({differs}) THEN 1 END) AS conflicts "
+        f"FROM snapshot_rows AS {s} "
+        f"LEFT JOIN (SELECT {keys}, {q(VALID_FROM)}, {q(VALID_TO)}{', ' + tracked if tracked else ''} FROM {table}) AS {t} "
+        f"ON {key_condition(key)} "
+        f"GROUP BY {', '.join(f'{s}.{q(k)}' for k in key)}, {starts}"
+    )
+    p = "p"
+    on = " AND ".join(f"{p}.{q(k)} = {s}.{q(k)}" for k in key) + f" AND {p}.{q(STARTS_COLUMN)} = {starts}"
+    action = (
+        f"CASE WHEN {invalid} THEN 'invalid' WHEN {starts} IS NULL THEN 'no_start' "
+        f"WHEN {p}.conflicts > 0 THEN 'conflict' ELSE 'insert' END AS {q(ACTION_COLUMN)}"
+    )
+    data = ", ".join(f"{s}.{q(c)}" for c in columns)
+    carried = ", ".join(f"{p}.{q(c)}" for c in (PREV_FROM_COLUMN, PREV_TO_COLUMN, NEXT_FROM_COLUMN))
+    return "\n".join(
+        [
+            f"WITH snapshot_rows AS (SELECT *, count(*) OVER (PARTITION BY {keys}) AS {q(KEY_ROWS_COLUMN)}, "
+            f"CAST({q(valid_from)} AS TIMESTAMP) AS {q(STARTS_COLUMN)} FROM {snapshot})",
+            f"SELECT {action},",
+            f"  {data}, {rows}, {starts}, {carried}",
+            f"FROM snapshot_rows AS {s}",
+            f"LEFT JOIN ({placement}) AS {p} ON {on}",
+            f"WHERE {invalid} OR {starts} IS NULL OR {p}.conflicts > 0 OR {p}.same IS NULL OR {p}.same = 0",
+        ]
+    )
+
+
+def late_history_merge_statement(table: str, key: Sequence[str], columns: Sequence[str], changes: str = "changes") -> str:
+    """The one MERGE of a ``late=insert`` run, over :func:`late_staged_changes_query`'s rows.
+
+    Each row inserts its version, from its start to the next version's start (open, and
+    current, when it is the latest; to its previous version's end when that one was closed
+    later). Its previous version, if any, now ends at the row's start: the row is in the
+    source a second time with that version's key and start as merge key, and matches it.
+
+    Example:
+        >>> print(late_history_merge_statement("delta.`/lake/s/t`", ["id"], ["id", "v", "at"]))  # doctest: +ELLIPSIS
+        MERGE INTO delta.`/lake/s/t` AS t
+        ...
+        ON t.`id` = s.`__assetlake_merge_key_0` AND t.`valid_from` = s.`__assetlake_merge_from`
+        WHEN MATCHED THEN UPDATE SET `valid_to` = s.`__assetlake_starts`, `is_current` = false
+        ...
+    """
+    t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
+    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
+    starts, prev_from, prev_to = (f"{s}.{q(c)}" for c in (STARTS_COLUMN, PREV_FROM_COLUMN, PREV_TO_COLUMN))
+    closes_previous = f"{prev_from} IS NOT NULL AND ({prev_to} IS NULL OR {prev_to} > {starts})"
+    ends = f"coalesce({s}.{q(NEXT_FROM_COLUMN)}, CASE WHEN {prev_to} > {starts} THEN {prev_to} END)"
+    matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
+    null_keys = ", ".join(f"NULL AS {m}" for m in merge_keys)
+    on_merge_key = " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys))
+    names = ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS))
+    data = ", ".join(f"{s}.{q(c)}" for c in columns)
+    return "\n".join(
+        [
+            f"MERGE INTO {table} AS {t}",
+            "USING (",
+            f"  SELECT {matched_keys}, {prev_from} AS {q(MERGE_FROM_COLUMN)}, {s}.* FROM {changes} AS {s} WHERE {closes_previous}",
+            "  UNION ALL",
+            f"  SELECT {null_keys}, NULL AS {q(MERGE_FROM_COLUMN)}, {s}.* FROM {changes} AS {s}",
+            f") AS {s}",
+            f"ON {on_merge_key} AND {t}.{q(VALID_FROM)} = {s}.{q(MERGE_FROM_COLUMN)}",
+            f"WHEN MATCHED THEN UPDATE SET {q(VALID_TO)} = {starts}, {q(IS_CURRENT)} = false",
+            f"WHEN NOT MATCHED AND {s}.{q(MERGE_FROM_COLUMN)} IS NULL THEN INSERT ({names}) VALUES ({data}, {starts}, {ends}, {ends} IS NULL)",
+        ]
+    )
+
+
 class HistoryWrite(WriteStrategyBase):
     """SCD2 history on ``key=``: one MERGE commit per changing run, none otherwise.
 
@@ -256,7 +373,8 @@ class HistoryWrite(WriteStrategyBase):
         track = ", ".join(spec.track) or "every non-key column"
         deletes = "close" if spec.close_deletes else "soft (absent keys stay current)"
         clock = f"versions start at {spec.valid_from}" if spec.valid_from else "versions start at the run's time"
-        return f"history on key ({', '.join(spec.key)}), track {track}, deletes {deletes}, {clock}"
+        late = ", late versions inserted" if spec.late_insert else ""
+        return f"history on key ({', '.join(spec.key)}), track {track}, deletes {deletes}, {clock}{late}"
 
     def test_scope(self, partitioned: bool) -> str:
         return "the slice" if partitioned else "the current rows"
@@ -267,6 +385,8 @@ class HistoryWrite(WriteStrategyBase):
         current = slice_rows(spark, target)
         if current is None:
             return super().staged_scope(spark, rows, target)
+        if target.late_insert:
+            return _late_current_rows(current, rows, target), "staged current rows"
         if target.close_deletes:
             return rows, "staged current rows"
         live = current_rows(current)
@@ -288,6 +408,23 @@ class HistoryWrite(WriteStrategyBase):
         else:
             track = list(target.track) or ["other_columns"]
             shown = key + track
+        table = path_identifier(target.path)
+        if target.late_insert:
+            return WritePlan(
+                operation=(
+                    f"Delta MERGE keeping SCD2 history on {target.valid_from}, each new start a version placed among "
+                    "its key's versions (late=insert; no commit when every start is there); the first run creates "
+                    "the table with one WRITE"
+                ),
+                statement=(
+                    "-- the changes, staged once:\n"
+                    + late_staged_changes_query(table, key, shown, track, target.valid_from)
+                    + ";\n-- then:\n"
+                    + late_history_merge_statement(table, key, shown)
+                ),
+                predicate=" AND ".join(f"{TARGET_ALIAS}.{quote_identifier(k)} = ..." for k in key)
+                + f" AND {TARGET_ALIAS}.{quote_identifier(VALID_FROM)} = ...",
+            )
         return WritePlan(
             operation=(
                 "Delta MERGE keeping SCD2 history (close changed versions, open new ones"
@@ -441,13 +578,24 @@ class HistoryWrite(WriteStrategyBase):
         staged.createOrReplaceTempView(view)
         try:
             # The diff, computed once and staged: its counts and the MERGE both read it.
-            query = staged_changes_query(table, key, list(staged.columns), track, target.close_deletes, snapshot=view)
+            if target.late_insert:
+                query = late_staged_changes_query(table, key, list(staged.columns), track, valid_from, snapshot=view)
+            else:
+                query = staged_changes_query(table, key, list(staged.columns), track, target.close_deletes, snapshot=view)
             changes = local_checkpoint(spark.sql(query))
             try:
                 self._check_staged_keys(changes, target, key)
                 if not changes.take(1):
                     return no_commit(current_version(spark, target.path))
                 changes.createOrReplaceTempView(changes_view)
+                if target.late_insert:
+                    self._check_late_rows(changes, target, key, valid_from)
+                    statement = late_history_merge_statement(table, key, list(staged.columns), changes=changes_view)
+                    with stamped_session(spark, target.stamp):
+                        spark.sql(statement).collect()
+                    return result_from_history(
+                        spark, target, committed=True, rows_key=("numTargetRowsInserted", "numTargetRowsUpdated")
+                    )
                 # Only a run that writes needs its timestamp, taken after the table was read (so
                 # every run committed before took its own earlier) and checked before the MERGE.
                 if valid_from is None:
@@ -562,6 +710,30 @@ class HistoryWrite(WriteStrategyBase):
             allow_retries=False,
         )
 
+    def _check_late_rows(self, changes: DataFrame, target: WriteTarget, key: Sequence[str], valid_from: str) -> None:
+        """Refuse a ``late=insert`` run with a row without a start, or a row whose key has a
+        version starting at the same time with other tracked values (the source says two
+        things of one moment: which is right depends on the order they came in)."""
+        refused = changes.where(changes[ACTION_COLUMN].isin("no_start", "conflict"))
+        found = refused.select(*key, valid_from, ACTION_COLUMN).limit(SHOWN_KEYS + 1).collect()
+        if not found:
+            return
+        shown = []
+        for row in found[:SHOWN_KEYS]:
+            name = ", ".join(f"{k}={row[k]!r}" for k in key)
+            if row[ACTION_COLUMN] == "no_start":
+                shown.append(f"{name}: {valid_from} is NULL")
+            else:
+                shown.append(f"{name}: a version starting at {row[valid_from]} holds other values")
+        more = " and more" if len(found) > SHOWN_KEYS else ""
+        raise self.fail(
+            target,
+            f"history runs on valid_from={valid_from} with late=insert, and these rows cannot be placed: "
+            f"{'; '.join(shown)}{more}. A version needs a start, and one start one set of values: fix the "
+            f"source's rows (a correction of a change needs a {valid_from} of its own). Nothing was written.",
+            allow_retries=False,
+        )
+
     def _check_staged_keys(self, changes: DataFrame, target: WriteTarget, key: Sequence[str]) -> None:
         """Fail, naming a few, when the staged diff holds NULL or duplicated keys."""
         check_staged_keys(self, target, key, changes.where(changes[ACTION_COLUMN] == "invalid"), KEY_ROWS_COLUMN)
@@ -592,6 +764,22 @@ class HistoryWrite(WriteStrategyBase):
             "again, or write to a new table. Nothing was written.",
             allow_retries=False,
         )
+
+
+def _late_current_rows(table: DataFrame, rows: DataFrame, target: WriteTarget) -> DataFrame:
+    """The current version of each key once a ``late=insert`` run commits: a row starting
+    after its key's current version replaces it; an earlier one lands in the past."""
+    spelled = {c.lower(): c for c in rows.columns}
+    key = [spelled.get(k.lower(), k) for k in target.key]
+    row_start, current_start = STARTS_COLUMN, f"{INTERNAL_PREFIX}current_start"
+    live = table.where(table[IS_CURRENT])
+    since = live.select(*key, live[VALID_FROM].alias(current_start))
+    dated = rows.withColumn(row_start, rows[spelled.get(target.valid_from.lower(), target.valid_from)].cast("timestamp"))
+    joined = dated.join(since, on=key, how="left")
+    newer = joined.where(joined[current_start].isNull() | (joined[row_start] > joined[current_start]))
+    newer = newer.drop(row_start, current_start)
+    kept = live.join(newer.select(*key), on=key, how="left_anti").drop(*HISTORY_COLUMNS)
+    return kept.unionByName(newer, allowMissingColumns=True)
 
 
 def current_rows(table: DataFrame) -> DataFrame:

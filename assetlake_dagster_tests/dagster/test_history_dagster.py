@@ -109,3 +109,26 @@ def test_python_asset_history(spark, lake_root):
     rows = spark.sql(f"SELECT id, v, is_current FROM delta.`{path}`").collect()
     assert sorted(tuple(r) for r in rows) == [(1, "a", False), (1, "c", True), (2, "b", True)]
     assert sorted(tuple(r) for r in spark.sql("SELECT id, v FROM py.hist_current").collect()) == [(1, "c"), (2, "b")]
+
+
+def test_python_asset_history_takes_a_late_version(spark, lake_root):
+    """``late="insert"`` reaches the write through the asset's contract: a version older than
+    the key's current one lands in the past, and the current one stays."""
+    import datetime as dt
+
+    day = lambda d: dt.datetime(2024, 1, d)  # noqa: E731
+    snapshots = iter([[(1, "now", day(2))], [(1, "before", day(1))]])
+
+    @dg.asset(key=["py", "late"], metadata=managed_write("history", key=["id"], valid_from="at", late="insert"))
+    def late(spark: SparkDeltaResource):
+        return spark.get_session().createDataFrame(next(snapshots), "id INT, v STRING, at TIMESTAMP")
+
+    resource = SparkDeltaResource(lake_root=lake_root)
+    resources = {"spark": resource, "io_manager": DeltaIOManager(spark=resource)}
+    instance = dg.DagsterInstance.ephemeral()
+    for _ in range(2):
+        assert dg.materialize([late], resources=resources, instance=instance).success
+    path = os.path.join(lake_root, "py", "late")
+    assert delta_history(spark, path) == [(1, "MERGE"), (0, "WRITE")]
+    rows = spark.sql(f"SELECT id, v, valid_from, valid_to, is_current FROM delta.`{path}`").collect()
+    assert sorted(tuple(r) for r in rows) == [(1, "before", day(1), day(2), False), (1, "now", day(2), None, True)]

@@ -483,9 +483,34 @@ INVALID = [
         id="valid-from-empty",
     ),
     pytest.param(
+        "-- materialize delta://a/t key=id history late=insert\n",
+        "f.sql:1:43: 'late=insert' needs 'valid_from=<column>'. "
+        "A late version is placed by its own timestamp: name the column holding it, e.g. valid_from=updated_at.",
+        id="late-without-valid-from",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=at deletes=close late=insert\n",
+        "f.sql:1:71: 'late=insert' cannot be combined with 'deletes=close'. "
+        "A key closed at the run's time has no timestamp of the source's to be ordered by; keep one of them.",
+        id="late-with-deletes-close",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id history valid_from=at late=later\n",
+        "f.sql:1:57: unknown late= value 'later'. Write 'late=insert' (a version earlier than its key's latest is "
+        "placed among its versions) or 'late=refuse' (the default: such a version fails the run).",
+        id="late-unknown-value",
+    ),
+    pytest.param(
+        "-- materialize delta://a/t key=id late=insert\n",
+        "f.sql:1:35: 'late=' applies to history, not to merge. "
+        "It is a history option: add 'history' after 'key=<c1,c2>' and 'valid_from=<column>', or remove it.",
+        id="late-on-merge",
+    ),
+    pytest.param(
         "-- materialize delta://a/t key=id history updated_at=ts\n",
         "f.sql:1:43: unknown option 'updated_at='. Write 'valid_from=' (the same thing here): "
-        "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] [valid_from=<column>].",
+        "-- materialize delta://<schema>/<table> key=<c1,c2> history [track=<c1,c2>] [deletes=close] "
+        "[valid_from=<column> [late=insert]].",
         id="valid-from-dbt-name",
     ),
     pytest.param(

@@ -46,7 +46,7 @@ def test_which_strategy_takes_which_option_is_read_from_the_classes():
     """Every option, given to every strategy whose class has no field of that name, is refused
     and named; given to one that has it, it is not refused for being there."""
     values = {"key": ("id",), "track": ("a",), "valid_from": "at", "deletes": "delete", "update": ("a",),
-              "keep": ("b",), "within": "a > 1", "new_rows": True}
+              "keep": ("b",), "within": "a > 1", "new_rows": True, "late": "insert"}
     for strategy, cls in OPTIONS_BY_STRATEGY.items():
         takes = {f.name for f in dataclasses.fields(cls)}
         for option, value in values.items():
