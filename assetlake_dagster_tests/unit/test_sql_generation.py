@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from assetlake_dagster.spec import MergeOptions, TableUri, WriteStrategy, quote_identifier
+from assetlake_dagster.spec import MaterializeSpec, MergeOptions, TableUri, WriteStrategy, quote_identifier
 from assetlake_dagster.writes import CommitStamp, WriteTarget, strategy_for
 from assetlake_dagster.writes.merge import merge_statement
 from assetlake_dagster.writes.sql import change_condition, key_condition
@@ -187,6 +187,37 @@ def test_history_merge_on_a_source_timestamp_starts_and_closes_versions_at_it():
     assert statement.endswith(
         "VALUES (s.`id`, s.`tier`, s.`updated_at`, CAST(s.`updated_at` AS TIMESTAMP), NULL, true)"
     )
+
+
+def test_a_late_history_plan_places_each_row_among_its_keys_versions():
+    tgt = WriteTarget(
+        uri=TableUri("dim", "c"),
+        path="/lake/dim/c",
+        strategy=WriteStrategy.HISTORY,
+        stamp=CommitStamp("r", "dim/c"),
+        key=("id",),
+        valid_from="updated_at",
+        late_insert=True,
+    )
+    plan = strategy_for(WriteStrategy.HISTORY).plan(tgt, ["id", "tier", "updated_at"])
+    assert plan.operation.startswith("Delta MERGE keeping SCD2 history on updated_at, each new start a version")
+    assert plan.predicate == "t.`id` = ... AND t.`valid_from` = ..."
+    changes, merge = plan.statement.split(";\n-- then:\n")
+    assert "CAST(`updated_at` AS TIMESTAMP) AS `__assetlake_starts` FROM snapshot" in changes
+    assert "max(CASE WHEN t.`valid_from` < s.`__assetlake_starts` THEN t.`valid_from` END) AS `__assetlake_prev_from`" in changes
+    assert "count(CASE WHEN t.`valid_from` = s.`__assetlake_starts` AND (NOT (t.`tier` <=> s.`tier`) OR " in changes
+    assert merge.splitlines()[-3:] == [
+        "ON t.`id` = s.`__assetlake_merge_key_0` AND t.`valid_from` = s.`__assetlake_merge_from`",
+        "WHEN MATCHED THEN UPDATE SET `valid_to` = s.`__assetlake_starts`, `is_current` = false",
+        "WHEN NOT MATCHED AND s.`__assetlake_merge_from` IS NULL THEN INSERT (`id`, `tier`, `updated_at`, `valid_from`, "
+        "`valid_to`, `is_current`) VALUES (s.`id`, s.`tier`, s.`updated_at`, s.`__assetlake_starts`, "
+        "coalesce(s.`__assetlake_next_from`, CASE WHEN s.`__assetlake_prev_to` > s.`__assetlake_starts` THEN "
+        "s.`__assetlake_prev_to` END), coalesce(s.`__assetlake_next_from`, CASE WHEN s.`__assetlake_prev_to` > "
+        "s.`__assetlake_starts` THEN s.`__assetlake_prev_to` END) IS NULL)",
+    ]
+    assert strategy_for(WriteStrategy.HISTORY).describe(
+        MaterializeSpec(TableUri("dim", "c"), WriteStrategy.HISTORY, ("id",), valid_from="updated_at", late_insert=True)
+    ).endswith("versions start at updated_at, late versions inserted")
 
 
 def test_history_plan_shows_the_merge():
