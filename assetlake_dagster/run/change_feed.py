@@ -39,7 +39,6 @@ run. Its first run reads the upstream in full, at one version.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -53,7 +52,7 @@ from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import SqlAssetSpec, TableUri, quote_identifier
 from assetlake_dagster.sql.rewrite import with_tables_replaced
 from assetlake_dagster.run.sql_runner import run_sql_file
-from assetlake_dagster.writes.commit import READ_FIELD, STAMP_TAG
+from assetlake_dagster.writes.commit import READ_FIELD, stamp_in
 from assetlake_dagster.writes.merge import DELETED_MARKER
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
@@ -191,13 +190,12 @@ def appended_up_to(lake: Lake, uri: TableUri) -> Optional[dict[str, int]]:
     while end >= log.first_readable:
         start = max(log.first_readable, end - _COMMITS_PER_READ + 1)
         for commit in reversed(log.read_commits(start - 1, end)):
+            read = stamp_in(commit.user_metadata).get(READ_FIELD)
             try:
-                stamp = json.loads(commit.user_metadata or "{}").get(STAMP_TAG) or {}
-                read = stamp.get(READ_FIELD) if isinstance(stamp, dict) else None
                 if isinstance(read, dict) and read:
                     return {str(table): int(version) for table, version in read.items()}
-            except (ValueError, AttributeError, TypeError):
-                continue  # not a stamp of ours
+            except (ValueError, TypeError):
+                continue  # a version that is not a number: not a stamp of ours
         end = start - 1
     return None
 

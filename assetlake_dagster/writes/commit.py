@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake import delta_log
@@ -122,11 +122,8 @@ class CommitStamp:
     def matches(self, user_metadata: Optional[str]) -> bool:
         """Whether a commit's ``userMetadata`` was written for this slice by this run or
         by an earlier attempt of the run it continues (same root run)."""
-        if not user_metadata:
-            return False
-        try:
-            stamp = json.loads(user_metadata).get(STAMP_TAG) or {}
-        except (ValueError, AttributeError):
+        stamp = stamp_in(user_metadata)
+        if not stamp:
             return False
         return (
             (stamp.get("run_id") == self.run_id or stamp.get("root_run_id") == self.root_run_id)
@@ -138,6 +135,22 @@ class CommitStamp:
     def txn_app_id(self) -> str:
         """Delta ``txnAppId`` for append idempotency: one per (original run, asset, slice)."""
         return f"assetlake:{self.root_run_id}:{self.asset}:{self.partition or ''}"
+
+
+def stamp_in(user_metadata: Optional[str]) -> dict[str, Any]:
+    """The fields of our stamp in a commit's ``userMetadata``; empty when the commit has
+    none (no metadata, another writer's, or text that is not a JSON object).
+
+    Example:
+        >>> stamp_in(CommitStamp("r1", "s/t").user_metadata())["asset"], stamp_in('{"other": 1}'), stamp_in("x")
+        ('s/t', {}, {})
+    """
+    try:
+        metadata = json.loads(user_metadata or "{}")
+    except ValueError:
+        return {}
+    stamp = metadata.get(STAMP_TAG) if isinstance(metadata, dict) else None
+    return stamp if isinstance(stamp, dict) else {}
 
 
 @dataclass(frozen=True)

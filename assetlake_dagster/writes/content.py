@@ -13,13 +13,12 @@ fingerprinted: its run is skipped before any work when its inputs did not change
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.errors import AssetlakeError
 from assetlake_dagster.lake import delta_log
 from assetlake_dagster.spec import quote_identifier
-from assetlake_dagster.writes.commit import CONTENT_FIELD
+from assetlake_dagster.writes.commit import CONTENT_FIELD, stamp_in
 
 if TYPE_CHECKING:  # PySpark loads when a run needs it, not with the definitions
     from pyspark.sql import DataFrame
@@ -85,10 +84,6 @@ def latest_stamp_field(path: str, name: str) -> Optional[tuple[int, str]]:
     for commit in reversed(commits):
         if not commit.data_changed:
             continue
-        try:
-            stamp = json.loads(commit.user_metadata or "{}").get("assetlake") or {}
-        except (ValueError, AttributeError):
-            return None
-        value = stamp.get(name) if isinstance(stamp, dict) else None
+        value = stamp_in(commit.user_metadata).get(name)
         return (commit.version, value) if isinstance(value, str) else None
     return None

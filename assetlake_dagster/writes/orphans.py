@@ -29,14 +29,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from assetlake_dagster.lake import delta_log
 from assetlake_dagster.lake.delta_sql import history_rows
-from assetlake_dagster.writes.commit import NOT_A_WRITE, STAMP_TAG
+from assetlake_dagster.writes.commit import NOT_A_WRITE, stamp_in
 from assetlake_dagster.lake.versions import reads_log_here
 
 if TYPE_CHECKING:
@@ -92,11 +91,8 @@ def stamps_after(spark: SparkSession, path: str, after: Optional[int]) -> tuple[
     for version, text, operation in entries:
         if operation in NOT_A_WRITE:
             continue
-        try:
-            stamp = json.loads(text).get(STAMP_TAG) if text else None
-        except (ValueError, AttributeError):
-            stamp = None
-        if isinstance(stamp, dict) and stamp.get("run_id"):
+        stamp = stamp_in(text)
+        if stamp.get("run_id"):
             stamps.append((version, stamp))
     return stamps, latest
 
