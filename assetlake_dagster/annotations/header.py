@@ -46,6 +46,7 @@ class Header:
     Attributes:
         materialize: the target and strategy, or ``None`` if missing or invalid.
         manual: whether the materialize line says ``manual`` (known even when its URI is bad).
+        view: whether the materialize line says ``view`` (likewise).
         key_columns: the ``key=`` columns with their positions (merge and history), for
             cross-checks.
         track_columns: the ``track=`` columns with their positions (history only).
@@ -68,6 +69,7 @@ class Header:
 
     materialize: Optional[MaterializeSpec] = None
     manual: bool = False
+    view: bool = False
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
     valid_from_column: Optional[Word] = None
@@ -97,6 +99,7 @@ class HeaderDraft:
     materialize: Optional[MaterializeSpec] = None
     materialize_line: Optional[int] = None
     manual: bool = False
+    view: Optional[Word] = None  # the `view` word
     key_columns: tuple[Word, ...] = ()
     track_columns: tuple[Word, ...] = ()
     valid_from_column: Optional[Word] = None
@@ -123,6 +126,7 @@ class HeaderDraft:
         return Header(
             materialize=self.materialize,
             manual=self.manual,
+            view=self.view is not None,
             key_columns=self.key_columns,
             track_columns=self.track_columns,
             valid_from_column=self.valid_from_column,

@@ -1,4 +1,4 @@
-"""``-- materialize [manual|scd2] delta://<schema>/<table> [options]``: the target and its strategy.
+"""``-- materialize [manual|scd2|view] delta://<schema>/<table> [options]``: the target and its strategy.
 
 Options: ``append``, ``key=<c1,c2>`` (merge) with ``update=<c1,c2>`` or ``keep=<c1,c2>``,
 ``within="<predicate>"`` and ``deletes=delete``, ``history`` with ``track=``, ``deletes=close``,
@@ -42,6 +42,8 @@ MERGE_FORM = (
     '-- materialize delta://<schema>/<table> key=<c1,c2> [update=<c1,c2> | keep=<c1,c2>] [within="<predicate>"] '
     "[deletes=delete]"
 )
+#: The words that may stand before the table URI, each choosing the strategy.
+LEAD_WORDS = ("manual", "scd2", "view")
 #: Options of the materialize line, for did-you-mean.
 MATERIALIZE_OPTIONS = (
     "append", "new_rows", "key=", "history", "track=", "deletes=", "valid_from=", "late=", "update=", "keep=", "within="
@@ -79,13 +81,15 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
         return
     draft.materialize_line = keyword.line
     words = list(rest)
-    if words and words[0].text in ("manual", "scd2"):
+    if words and words[0].text in LEAD_WORDS:
         lead = words.pop(0)
         if lead.text == "manual":
             draft.manual = True
+        elif lead.text == "view":
+            draft.view = lead
         else:
             draft.history = lead
-        if words and words[0].text in ("manual", "scd2"):
+        if words and words[0].text in LEAD_WORDS:
             other = words.pop(0)
             draft.error(
                 other,
@@ -184,6 +188,15 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
 
 def _strategy(draft: HeaderDraft, options: dict[str, Word]) -> WriteStrategy:
     """The strategy the line's words choose; two strategy words together are reported here."""
+    if draft.view is not None and not draft.manual:
+        for name in ("append", "history"):
+            if name in options:
+                draft.error(
+                    options[name],
+                    f"'view' cannot be combined with '{name}'.",
+                    f"A view writes no data; remove '{options[name].text}', or 'view' to write a table.",
+                )
+        return WriteStrategy.VIEW
     if draft.manual:
         for name in ("append", "history"):
             if name in options:

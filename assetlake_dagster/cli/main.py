@@ -258,13 +258,16 @@ def _catalog(args: argparse.Namespace) -> int:
     from assetlake_dagster.cli.catalog_sync import sync_catalog
     from assetlake_dagster.demo import DEMO_PROJECT_DIR
     from assetlake_dagster.defs.resources import SparkDeltaResource
+    from assetlake_dagster.project.load import load_project
+    from assetlake_dagster.spec import WriteStrategy
 
     project_dir = args.project_dir or os.environ.get("ASSETLAKE_PROJECT_DIR") or DEMO_PROJECT_DIR
     resource = SparkDeltaResource(lake_root=args.lake_root)
     try:
         print(f"catalog: {resource.catalog_settings().describe()}; lake: {resource.lake.root}")
         defs = build_definitions(project_dir, lake_root=args.lake_root)
-        lines = sync_catalog(resource.get_session(), resource.lake, defs)
+        views = [s for s in load_project(project_dir, load_python_files=False).assets if s.materialize.strategy is WriteStrategy.VIEW]
+        lines = sync_catalog(resource.get_session(), resource.lake, defs, views)
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1

@@ -22,8 +22,9 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
     uri = spec.uri
     path = lake.table_path(uri)
     strategy = spec.materialize.strategy
-    # `manual` has no write class: its statements write the table themselves.
-    write = None if strategy is WriteStrategy.MANUAL else strategy_for(strategy)
+    # `manual` and `view` have no write class: a manual file's statements write the table
+    # themselves; a view is made in the catalog and writes nothing.
+    write = None if strategy in (WriteStrategy.MANUAL, WriteStrategy.VIEW) else strategy_for(strategy)
     lines = [
         f"asset       {uri.schema}/{uri.table} ({uri})",
         f"file        {display_path(spec.path)}",
@@ -53,7 +54,12 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
         lines += ["", f"{title} (line {spec.select.line}), parameters bound as markers, never spliced:",
                   textwrap.indent(spec.select.sql, "  ")]
     lines.append("")
-    if write is None:
+    if strategy is WriteStrategy.VIEW:
+        lines.append(
+            f"Catalog: CREATE OR REPLACE VIEW {uri.sql_name} AS the query, when the view is missing or was made "
+            "from other content of this file; no data is written."
+        )
+    elif write is None:
         lines.append("Delta operation: none managed; the statements write the table themselves.")
     else:
         target = WriteTarget.from_spec(

@@ -3,6 +3,7 @@
 The compute's body is :mod:`assetlake_dagster.run.sql_asset`, loaded when a run starts.
 """
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
@@ -21,7 +22,7 @@ from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.defs.partitions import backfill_policy
 from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.defs.run_config import argument_config_schema, arguments_metadata, bind_arguments
-from assetlake_dagster.spec import SqlAssetSpec, WriteStrategy
+from assetlake_dagster.spec import SqlAssetSpec, TableUri, WriteStrategy
 from assetlake_dagster.defs.translator import AssetlakeTranslator
 
 SPARK_RESOURCE_KEY = "spark"
@@ -33,12 +34,14 @@ def build_sql_asset(
     lake: Optional[Lake] = None,
     io_manager_key: str = "io_manager",
     spark_key: str = SPARK_RESOURCE_KEY,
+    views: Mapping[TableUri, SqlAssetSpec] = {},
 ) -> dg.AssetsDefinition:
     """One annotated SQL file -> one asset.
 
     Managed files return the SELECT's DataFrame; the Delta IO manager writes it with the
     file's strategy. ``manual`` files run every statement themselves and only record the
-    table's resulting version.
+    table's resulting version. A ``view`` file's asset is a virtual asset: its run makes the
+    view in the catalog, and writes nothing.
 
     Args:
         spec: the parsed file.
@@ -47,14 +50,21 @@ def build_sql_asset(
         lake: where the table is stored (its location becomes ``dagster/uri``).
         io_manager_key: the resource key of the Delta IO manager that writes the rows.
         spark_key: the resource key of the :class:`SparkDeltaResource` the asset runs on.
+        views: the project's ``materialize view`` files by name: a run reading one makes it
+            in the catalog first.
     """
     translated = translator.get_asset_spec(spec)
+    is_view = spec.materialize.strategy is WriteStrategy.VIEW
+    if is_view:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dg.PreviewWarning)  # virtual assets are a preview in Dagster 1.13
+            translated = translated.replace_attributes(is_virtual=True)
     asset_spec = with_metadata(translated, write_contract(translated, spec, lake))
     # The keys the run records lineage and external reads under, as the deps name them.
     upstream_keys = {u.uri: translator.get_upstream_key(u.uri) for u in spec.upstreams}
     output_name = asset_spec.key.to_python_identifier()
 
-    managed = spec.materialize.strategy is not WriteStrategy.MANUAL
+    managed = spec.materialize.strategy not in (WriteStrategy.MANUAL, WriteStrategy.VIEW)
     tested = bool(spec.data_tests)
     checks = check_specs(spec, asset_spec.key, asset_spec.partitions_def)
 
@@ -73,7 +83,7 @@ def build_sql_asset(
         from assetlake_dagster.run.sql_asset import run_sql_asset
 
         inputs = changes_since = None
-        if managed and asset_spec.key in context.selected_asset_keys:
+        if managed and asset_spec.key in context.selected_asset_keys and not _reads_a_view(spec, views):
             # Before any session: a run whose inputs did not change does nothing (run/decision.py).
             from assetlake_dagster.run.decision import Skip, decide, skipped_run_events
 
@@ -89,7 +99,7 @@ def build_sql_asset(
         try:
             yield from run_sql_asset(
                 context, spec, asset_spec, output_name, managed, resource, spark, args, upstream_keys, inputs,
-                changes_since,
+                changes_since, views,
             )
         except AssetlakeError:
             raise
@@ -118,6 +128,12 @@ def build_sql_asset(
         io_manager_key=io_manager_key,
         spark_key=spark_key,
     )
+
+
+def _reads_a_view(spec: SqlAssetSpec, views: Mapping[TableUri, SqlAssetSpec]) -> bool:
+    """Whether ``spec`` reads one of the project's views: its run decision cannot read a
+    view's version from a Delta log, so it runs (and makes the view if needed)."""
+    return any(u.uri in views for u in spec.upstreams)
 
 
 # Built once and shared by every op (immutable): Dagster resolves a type per In/Out, and

@@ -29,6 +29,7 @@ from assetlake_dagster.project.python_assets import AssetLike, PythonAsset, pyth
 from assetlake_dagster.defs.seed_assets import seed_asset
 from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.defs.translator import AssetlakeTranslator
+from assetlake_dagster.spec import WriteStrategy
 from assetlake_dagster.defs.watch import WATCH_SENSOR_NAME, build_watch_sensor
 
 
@@ -159,7 +160,10 @@ def build_definitions(
     project = dataclasses.replace(project, external=tuple(uri for uri in project.external if uri not in elsewhere))
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
     translator = translator.bound_to(keys_by_table)
-    sql_assets = [build_sql_asset(spec, translator, lake, io_manager_key, spark_resource_key) for spec in project.assets]
+    views = {spec.uri: spec for spec in project.assets if spec.materialize.strategy is WriteStrategy.VIEW}
+    sql_assets = [
+        build_sql_asset(spec, translator, lake, io_manager_key, spark_resource_key, views) for spec in project.assets
+    ]
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
 
     readers: dict = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from assetlake_dagster.errors import ConfigError
@@ -106,6 +107,56 @@ def register_current_view(spark: SparkSession, lake: Lake, uri: TableUri) -> Non
             f"CREATE OR REPLACE VIEW {q(view.schema)}.{q(view.table)} AS "
             f"SELECT * FROM {q(uri.schema)}.{q(uri.table)} WHERE {q('is_current')}"
         )
+
+
+#: The table property of a view that says which SQL file content made it.
+VIEW_HASH_PROPERTY = "assetlake.view_hash"
+
+
+def register_view(
+    spark: SparkSession,
+    lake: Lake,
+    uri: TableUri,
+    select: str,
+    view_hash: str,
+    comment: Optional[str] = None,
+    column_comments: Optional[Sequence[tuple[str, Optional[str]]]] = None,
+) -> bool:
+    """Make ``schema.table`` the catalog view ``select``, unless the catalog holds it already
+    as made from ``view_hash``; whether it was (re)created.
+
+    The hash is kept in the view's own table properties, so an unchanged file does nothing,
+    in this process or any other that shares the catalog, and a changed one replaces it.
+
+    Args:
+        select: the view's query; the tables it names must resolve in this catalog.
+        view_hash: what the view is made from (its file's code version).
+        comment: the view's comment (the file's ``-- description``).
+        column_comments: every output column with its comment (or ``None``), in order; given
+            only when the file describes a column, as the view's column list needs them all.
+    """
+    q = quote_identifier
+    ensure_schema(spark, lake, uri.schema)
+    with _registered_lock:
+        if _registered_location(spark, uri, "") == "" and _view_hash(spark, uri) == view_hash:
+            return False
+        columns = ""
+        if column_comments:
+            columns = " (" + ", ".join(
+                q(name) + (f" COMMENT {sql_string(text)}" if text else "") for name, text in column_comments
+            ) + ")"
+        spark.sql(
+            f"CREATE OR REPLACE VIEW {_quoted_name(uri)}{columns}"
+            + (f" COMMENT {sql_string(comment)}" if comment else "")
+            + f" TBLPROPERTIES ({sql_string(VIEW_HASH_PROPERTY)} = {sql_string(view_hash)}) AS {select}"
+        )
+        _registered.setdefault(spark, {}).pop(uri.sql_name, None)
+        return True
+
+
+def _view_hash(spark: SparkSession, uri: TableUri) -> Optional[str]:
+    rows = spark.sql(f"SHOW TBLPROPERTIES {_quoted_name(uri)}").collect()
+    return next((r["value"] for r in rows if r["key"] == VIEW_HASH_PROPERTY), None)
 
 
 def is_history_table(spark: SparkSession, uri: TableUri) -> bool:

@@ -307,6 +307,8 @@ def _build_spec(path: str, text: str) -> tuple[Optional[SqlAssetSpec], list[Diag
     analysis, problems = analyze_sql(src, header.body_start, manual=header.manual)
     diagnostics.extend(problems)
     diagnostics.extend(_check_query(src, header, analysis))
+    if header.view:
+        diagnostics.extend(_check_view(src, header, analysis))
     if header.materialize is None:
         return None, diagnostics, src
     spec = SqlAssetSpec(
@@ -345,6 +347,41 @@ def _check_new_rows(src: SourceText, spec: SqlAssetSpec) -> list[Diagnostic]:
         "It needs one row-local SELECT over one lake table (projections, filters, deterministic functions), "
         "unpartitioned; remove 'new_rows' to append the whole SELECT on each run.",
     )]
+
+
+#: What a view file cannot have: the field's spec path -> why.
+_NOT_FOR_VIEWS = {
+    "layout.cluster_by": "a view has no files to lay out",
+    "layout.properties": "a view has no Delta table to hold them",
+    "maintain": "a view has no files to compact or vacuum",
+}
+
+
+def _check_view(src: SourceText, header: Header, analysis: SqlAnalysis) -> list[Diagnostic]:
+    """A view is one SELECT the catalog keeps: nothing that needs a write, a run's bindings
+    or a session of its own."""
+    diagnostics = []
+    fix = "Remove it, or drop 'view' to write a table."
+
+    def error(line: int, col: int, message: str, span: int = 1) -> None:
+        diagnostics.append(src.diagnostic(line, col, message, fix, span=span))
+
+    if header.partitioned_line is not None:
+        error(header.partitioned_line, 4, "a view cannot be '-- partitioned': no run writes its slices.", len("partitioned"))
+    for test in header.data_tests:
+        location = test.location
+        error(location.line, location.col, "a view cannot have data tests: no write of it is audited.")
+    for argument in header.arguments:
+        location = argument.location
+        error(location.line, location.col, f"a view cannot take the argument '${argument.name}': a view binds no run's values.",
+              len(argument.name) + 1)
+    for into, why in _NOT_FOR_VIEWS.items():
+        word = header.field_keywords.get(into)
+        if word is not None:
+            error(word.line, word.col, f"a view cannot declare '-- {word.text}': {why}.", len(word.text))
+    for statement in analysis.setup:
+        error(statement.line, 1, "a view is one SELECT: a setup statement would not be part of it.")
+    return diagnostics
 
 
 def _normalize(text: str) -> str:

@@ -21,17 +21,20 @@ from assetlake_dagster.defs.dagster_internals import is_observable_source, run_a
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.lake.registration import ensure_schema, register_table
 from assetlake_dagster.defs.lineage_metadata import column_lineage_metadata
-from assetlake_dagster.run.materialization_metadata import materialization_metadata, version_files_here
+from assetlake_dagster.run.materialization_metadata import column_schema, materialization_metadata, version_files_here
 from assetlake_dagster.defs.partitions import run_slices
 from assetlake_dagster.defs.resources import SparkDeltaResource
 from assetlake_dagster.run.decision import RunInputs, inputs_metadata, last_recorded_inputs
 from assetlake_dagster.spark.python_values import in_session_zone
 from assetlake_dagster.spark.session import local_checkpoint
-from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri
+from assetlake_dagster.spec import UPSTREAM_VERSIONS_KEY, SqlAssetSpec, TableUri, WriteStrategy
 from assetlake_dagster.sql.rewrite import with_tables_replaced
-from assetlake_dagster.run.sql_runner import resolve_upstreams, run_sql_file, run_sql_slices
+from assetlake_dagster.run.sql_runner import ensure_view, resolve_upstreams, run_sql_file, run_sql_slices
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.lake.versions import current_version
+
+#: Materialization metadata of a view: whether its run created the view or found it as it is.
+VIEW_METADATA_KEY = "assetlake/view"
 
 
 def run_sql_asset(
@@ -46,6 +49,7 @@ def run_sql_asset(
     upstream_keys: Mapping[TableUri, dg.AssetKey],
     inputs: Optional[RunInputs] = None,
     changes_since: Optional[RunInputs] = None,
+    views: Mapping[TableUri, SqlAssetSpec] = {},
 ) -> Iterator[Any]:
     """The body of a SQL asset's compute, in the asset's own session ``spark``, with the
     run config's argument values ``args`` (a naive timestamp read in the session's zone).
@@ -54,13 +58,16 @@ def run_sql_asset(
     ``changes_since``: the last run's, when this one may read only what changed since
     (:mod:`~assetlake_dagster.run.change_feed`)."""
     lake, prod = resource.lake, resource.defer_lake
+    if spec.materialize.strategy is WriteStrategy.VIEW:
+        yield _run_view(context, spark, lake, spec, views, upstream_keys)
+        return
     # A naive timestamp argument is a wall time in the session's zone, as in a SQL unit test
     # (sql_test_run), not in this machine's: the SQL, its setup and its data tests bind these.
     args = in_session_zone(spark, args)
     # A dev lake's missing upstreams are read from prod, pinned for the run (run/defer.py).
     deferred = deferred_inputs(spark, lake, prod, sql_asset_reads(spec), (context.instance, context.run.run_id))
     upstream_versions = resolve_upstreams(
-        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, upstream_keys)
+        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, upstream_keys), views=views
     )
     prod_reads = {d.uri: (d.path, d.version) for d in deferred.values() if d.uri == d.table}
     written = spec  # lineage is the file's, whatever the run reads
@@ -229,6 +236,32 @@ def _audit_target(spec: SqlAssetSpec, lake, partitions: list[str]) -> WriteTarge
     """The write the IO manager is about to make (for the tests' scopes; never written)."""
     stamp = CommitStamp(run_id="audit", asset=f"{spec.uri.schema}/{spec.uri.table}")
     return WriteTarget.from_spec(spec.materialize, lake.table_path(spec.uri), stamp, partitions)
+
+
+def _run_view(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    spec: SqlAssetSpec,
+    views: Mapping[TableUri, SqlAssetSpec],
+    upstream_keys: Mapping[TableUri, dg.AssetKey],
+) -> dg.MaterializeResult:
+    """A ``materialize view`` file's run: the view made in the catalog unless it is there as
+    this content of the file made it. No data is written; the materialization records the
+    view's schema and column lineage, and its data version is the file's content."""
+    created = ensure_view(spark, lake, spec, views)
+    context.log.info(f"{spec.uri}: view {'created' if created else 'unchanged, nothing to do'}")
+    schema = spark.table(spec.uri.sql_name).schema
+    descriptions = {c.name: c.description for c in spec.columns if c.description}
+    metadata = {
+        "dagster/column_schema": column_schema(schema, descriptions),
+        "dagster/table_name": dg.MetadataValue.text(spec.uri.qualified_name),
+        VIEW_METADATA_KEY: dg.MetadataValue.text("created" if created else "unchanged"),
+        **column_lineage_metadata(spark, spec, upstream_keys),
+    }
+    return dg.MaterializeResult(
+        asset_key=context.asset_key, metadata=metadata, data_version=dg.DataVersion(spec.code_version)
+    )
 
 
 def _run_manual(

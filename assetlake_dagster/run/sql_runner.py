@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from assetlake_dagster.errors import AssetlakeError, display_path
 from assetlake_dagster.defs.partitions import PartitionSlice, event_time_range, with_event_time_partitions, with_partition_key
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.lake.registration import is_history_table, register_current_view, register_table
+from assetlake_dagster.lake.registration import is_history_table, register_current_view, register_table, register_view
 from assetlake_dagster.spark.error_logs import errors_reported_by_caller
 from assetlake_dagster.spark.session import is_connect_session
 from assetlake_dagster.spec import (
@@ -40,18 +40,25 @@ def resolve_upstreams(
     spec: SqlAssetSpec,
     elsewhere: Collection[TableUri] = (),
     external: Collection[TableUri] = (),
+    views: Mapping[TableUri, SqlAssetSpec] = {},
 ) -> dict[str, Optional[int]]:
     """Register each upstream table in the session catalog; return the versions read.
 
     ``elsewhere``: upstreams read from another lake (a dev run's prod inputs), left alone.
     ``external``: upstreams no asset of the project produces (observable sources): a missing
     one is landed, not materialized (:func:`missing_upstreams_message`).
+    ``views``: the project's views, by name: an upstream that is one is made in the catalog
+    (its own upstreams first) unless it is there as its file says; it has no version.
     """
     versions: dict[str, Optional[int]] = {}
     missing = []
     for upstream in spec.upstreams:
         uri = upstream.uri
         if uri in elsewhere:
+            continue
+        if uri in views:
+            ensure_view(spark, lake, views[uri], views)
+            versions[str(uri)] = None
             continue
         if not lake.table_exists(spark, uri):
             base = _history_base(uri)
@@ -69,6 +76,22 @@ def resolve_upstreams(
     if missing:
         raise AssetlakeError(missing_upstreams_message(display_path(spec.path), spec.uri, lake, missing, external))
     return versions
+
+
+def ensure_view(
+    spark: SparkSession, lake: Lake, spec: SqlAssetSpec, views: Mapping[TableUri, SqlAssetSpec] = {}
+) -> bool:
+    """Make the view of the ``materialize view`` file ``spec`` in the catalog, its upstreams
+    (tables, and views of ``views``) resolvable first, unless the catalog holds it as this
+    content of the file made it; whether it was (re)created."""
+    resolve_upstreams(spark, lake, spec, views=views)
+    described = {c.name.lower(): c.description for c in spec.columns if c.description}
+    column_comments = None
+    if described and spec.output_columns is not None:
+        column_comments = [(name, described.get(name.lower())) for name in spec.output_columns]
+    return register_view(
+        spark, lake, spec.uri, spec.select.sql, spec.code_version, spec.catalog.description, column_comments
+    )
 
 
 def missing_upstreams_message(

@@ -38,6 +38,8 @@ class WriteStrategy(str, Enum):
     APPEND = "append"
     HISTORY = "history"
     MANUAL = "manual"
+    #: Not a write: the SELECT becomes a view in the lake's catalog (``materialize view``).
+    VIEW = "view"
 
 
 class PartitionKind(str, Enum):

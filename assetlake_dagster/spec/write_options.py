@@ -106,6 +106,13 @@ class ManualWriteOptions(_Options):
 
 
 @dataclass(frozen=True)
+class ViewWriteOptions(_Options):
+    """``view``: the SELECT becomes a view in the catalog; no data is written, so no option."""
+
+    STRATEGY: ClassVar[WriteStrategy] = WriteStrategy.VIEW
+
+
+@dataclass(frozen=True)
 class AppendWriteOptions(_Options):
     """``append``: insert only; ``new_rows`` appends what the upstream gained since the last run."""
 
@@ -205,7 +212,9 @@ class HistoryWriteOptions(_Options):
 #: Each strategy's options class.
 OPTIONS_BY_STRATEGY: dict[WriteStrategy, type[_Options]] = {
     cls.STRATEGY: cls
-    for cls in (ReplaceWriteOptions, AppendWriteOptions, MergeWriteOptions, HistoryWriteOptions, ManualWriteOptions)
+    for cls in (
+        ReplaceWriteOptions, AppendWriteOptions, MergeWriteOptions, HistoryWriteOptions, ManualWriteOptions, ViewWriteOptions
+    )
 }
 
 
@@ -241,11 +250,10 @@ def write_options(strategy: WriteStrategy, **given: Any) -> _Options:
             continue
         owners = " and ".join(s.value for s, c in OPTIONS_BY_STRATEGY.items() if option in _takes(c))
         written = option if option == "new_rows" else f"{option}="
-        hint = (
-            "A manual script writes its own table; remove it or 'manual'."
-            if strategy is WriteStrategy.MANUAL
-            else _MISPLACED_HINTS[option]
-        )
+        hint = {
+            WriteStrategy.MANUAL: "A manual script writes its own table; remove it or 'manual'.",
+            WriteStrategy.VIEW: "A view writes no data; remove it, or 'view' to write a table.",
+        }.get(strategy, _MISPLACED_HINTS[option])
         misplaced.append(OptionProblem(option, f"'{written}' applies to {owners}, not to {strategy.value}.", hint))
     if misplaced:
         raise WriteOptionsError(misplaced)

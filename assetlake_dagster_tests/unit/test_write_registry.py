@@ -19,7 +19,8 @@ from assetlake_dagster.spec import MaterializeSpec, TableUri, WriteStrategy
 from assetlake_dagster.spec.write_options import OPTIONS_BY_STRATEGY
 from assetlake_dagster.writes import STRATEGIES, CommitStamp, WritePlan, WriteStrategyBase, WriteTarget, strategy_for
 
-MANAGED = [s for s in WriteStrategy if s is not WriteStrategy.MANUAL]
+#: The strategies that write (a manual file writes itself, a view writes nothing).
+MANAGED = [s for s in WriteStrategy if s not in (WriteStrategy.MANUAL, WriteStrategy.VIEW)]
 WRITES_DIR = os.path.dirname(writes.__file__)
 
 
@@ -65,10 +66,11 @@ def test_each_strategy_class_has_its_own_module():
     assert registered <= defined
 
 
-def test_manual_has_no_write_class():
+@pytest.mark.parametrize("strategy", [WriteStrategy.MANUAL, WriteStrategy.VIEW], ids=lambda s: s.value)
+def test_manual_and_view_have_no_write_class(strategy):
     valid = ", ".join(s.value for s in STRATEGIES)
-    with pytest.raises(ValueError, match=re.escape(f"no managed write for strategy 'manual'; valid: {valid}")):
-        strategy_for(WriteStrategy.MANUAL)
+    with pytest.raises(ValueError, match=re.escape(f"no managed write for strategy '{strategy.value}'; valid: {valid}")):
+        strategy_for(strategy)
 
 
 @pytest.mark.parametrize("strategy", MANAGED, ids=lambda s: s.value)
