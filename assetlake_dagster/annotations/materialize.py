@@ -189,22 +189,10 @@ def parse_materialize(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: 
 def _strategy(draft: HeaderDraft, options: dict[str, Word]) -> WriteStrategy:
     """The strategy the line's words choose; two strategy words together are reported here."""
     if draft.view is not None and not draft.manual:
-        for name in ("append", "history"):
-            if name in options:
-                draft.error(
-                    options[name],
-                    f"'view' cannot be combined with '{name}'.",
-                    f"A view writes no data; remove '{options[name].text}', or 'view' to write a table.",
-                )
+        _refuse_strategy_words(draft, options, "view", "A view writes no data; remove '{text}', or 'view' to write a table.")
         return WriteStrategy.VIEW
     if draft.manual:
-        for name in ("append", "history"):
-            if name in options:
-                draft.error(
-                    options[name],
-                    f"'manual' cannot be combined with '{name}'.",
-                    f"A manual script writes its own table; remove '{options[name].text}' or 'manual'.",
-                )
+        _refuse_strategy_words(draft, options, "manual", "A manual script writes its own table; remove '{text}' or 'manual'.")
         return WriteStrategy.MANUAL
     if draft.history is not None:
         if "append" in options:
@@ -217,6 +205,14 @@ def _strategy(draft: HeaderDraft, options: dict[str, Word]) -> WriteStrategy:
     if "append" in options:  # append wins over key= (Windmill semantics)
         return WriteStrategy.APPEND
     return WriteStrategy.MERGE if "key=" in options else WriteStrategy.REPLACE
+
+
+def _refuse_strategy_words(draft: HeaderDraft, options: dict[str, Word], lead: str, hint: str) -> None:
+    """Report 'append' or 'history' beside the lead word ``lead`` (``manual``, ``view``) that
+    chose the strategy already; ``hint`` names the word as ``{text}``."""
+    for name in ("append", "history"):
+        if name in options:
+            draft.error(options[name], f"'{lead}' cannot be combined with '{name}'.", hint.format(text=options[name].text))
 
 
 def _given_options(

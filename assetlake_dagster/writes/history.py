@@ -215,13 +215,8 @@ def history_merge_statement(
     starts = f":{RUN_TS_PARAM}" if valid_from is None else f"CAST({s}.{q(valid_from)} AS TIMESTAMP)"
     # A close row carries no source values (its key is absent from the snapshot).
     ends = f":{RUN_TS_PARAM}" if valid_from is None else f"coalesce({starts}, :{RUN_TS_PARAM})"
-    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
     action = f"{s}.{q(ACTION_COLUMN)}"
-    matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
-    null_keys = ", ".join(f"NULL AS {m}" for m in merge_keys)
-    on_merge_key = " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys))
-    names = ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS))
-    data = ", ".join(f"{s}.{q(c)}" for c in columns)
+    matched_keys, null_keys, on_merge_key, names, data = _staged_updates(key, columns)
     return "\n".join(
         [
             f"MERGE INTO {table} AS {t}",
@@ -324,15 +319,10 @@ def late_history_merge_statement(table: str, key: Sequence[str], columns: Sequen
         ...
     """
     t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
-    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
     starts, prev_from, prev_to = (f"{s}.{q(c)}" for c in (STARTS_COLUMN, PREV_FROM_COLUMN, PREV_TO_COLUMN))
     closes_previous = f"{prev_from} IS NOT NULL AND ({prev_to} IS NULL OR {prev_to} > {starts})"
     ends = f"coalesce({s}.{q(NEXT_FROM_COLUMN)}, CASE WHEN {prev_to} > {starts} THEN {prev_to} END)"
-    matched_keys = ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys))
-    null_keys = ", ".join(f"NULL AS {m}" for m in merge_keys)
-    on_merge_key = " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys))
-    names = ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS))
-    data = ", ".join(f"{s}.{q(c)}" for c in columns)
+    matched_keys, null_keys, on_merge_key, names, data = _staged_updates(key, columns)
     return "\n".join(
         [
             f"MERGE INTO {table} AS {t}",
@@ -345,6 +335,21 @@ def late_history_merge_statement(table: str, key: Sequence[str], columns: Sequen
             f"WHEN MATCHED THEN UPDATE SET {q(VALID_TO)} = {starts}, {q(IS_CURRENT)} = false",
             f"WHEN NOT MATCHED AND {s}.{q(MERGE_FROM_COLUMN)} IS NULL THEN INSERT ({names}) VALUES ({data}, {starts}, {ends}, {ends} IS NULL)",
         ]
+    )
+
+
+def _staged_updates(key: Sequence[str], columns: Sequence[str]) -> tuple[str, str, str, str, str]:
+    """What both history MERGEs take from Delta's staged-updates pattern: the source's merge
+    keys (a row's own key, or NULLs so that it never matches), the ON clause over them, and
+    the inserted columns with their values."""
+    t, s, q = TARGET_ALIAS, SOURCE_ALIAS, quote_identifier
+    merge_keys = [q(f"{MERGE_KEY_PREFIX}{i}") for i in range(len(key))]
+    return (
+        ", ".join(f"{s}.{q(k)} AS {m}" for k, m in zip(key, merge_keys)),
+        ", ".join(f"NULL AS {m}" for m in merge_keys),
+        " AND ".join(f"{t}.{q(k)} = {s}.{m}" for k, m in zip(key, merge_keys)),
+        ", ".join(q(c) for c in (*columns, *HISTORY_COLUMNS)),
+        ", ".join(f"{s}.{q(c)}" for c in columns),
     )
 
 
