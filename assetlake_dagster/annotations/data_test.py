@@ -1,10 +1,13 @@
 """``-- data_test …``: the checks a slice must pass before it is committed.
 
 Built-in kinds (``unique``, ``not_null``, ``accepted_values``, ``relationships``) or a
-custom ``<path/to/test.sql>``; ``warn`` at the end makes a failure a warning. Whether a
+custom ``<path/to/test.sql>``; ``warn`` (or ``on_fail=warn``) at the end makes a failure a
+warning, ``on_fail=quarantine`` sends the failing rows to the table's quarantine table and
+publishes the rest (row-level kinds only: ``not_null``, ``accepted_values``, ``relationships``). Whether a
 ``relationships`` table exists is a cross-file check (:mod:`assetlake_dagster.project.dag`).
 """
 
+import dataclasses
 import unicodedata
 from typing import Optional
 
@@ -19,16 +22,33 @@ DATA_TEST_FORMS = {
     DataTestKind.RELATIONSHIPS: "relationships <column> -> delta://<schema>/<table>.<column>",
 }
 DATA_TEST_KINDS = tuple(k.value for k in DATA_TEST_FORMS)
-DATA_TEST_FORM = "-- data_test unique|not_null <col> | accepted_values <col> = a,b | relationships <col> -> delta://s/t.c | <path/to/test.sql> [warn]"
+DATA_TEST_FORM = (
+    "-- data_test unique|not_null <col> | accepted_values <col> = a,b | relationships <col> -> delta://s/t.c "
+    "| <path/to/test.sql> [warn | on_fail=quarantine]"
+)
+#: What a failing test does: fail the run (the default), warn, or send its rows aside.
+ON_FAIL_VALUES = ("fail", "warn", "quarantine")
+#: The kinds whose failures are rows of the table, which quarantine can send aside.
+QUARANTINE_KINDS = (DataTestKind.NOT_NULL, DataTestKind.ACCEPTED_VALUES, DataTestKind.RELATIONSHIPS)
 
 
 def parse_data_test(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: str) -> None:
     """Parse a ``-- data_test`` line into ``draft.data_tests``."""
     words = list(rest)
-    blocking = True
+    blocking, quarantine = True, None
     if words and words[-1].text == "warn":
         blocking = False
         words.pop()
+    elif words and words[-1].text.startswith("on_fail="):
+        on_fail = words.pop()
+        value = on_fail.text[len("on_fail="):]
+        if value not in ON_FAIL_VALUES:
+            draft.error(on_fail, f"unknown on_fail= value '{value}'.",
+                        "Write 'on_fail=quarantine' (send the failing rows aside, publish the rest), 'on_fail=warn' or "
+                        "'on_fail=fail' (the default).")
+            return
+        blocking = value == "fail"
+        quarantine = on_fail if value == "quarantine" else None
     if not words:
         draft.error(keyword, "'-- data_test' needs a test.", f"Write '{DATA_TEST_FORM}'.")
         return
@@ -57,6 +77,16 @@ def parse_data_test(draft: HeaderDraft, keyword: Word, rest: list[Word], raw: st
         test = _builtin_test(draft, kind, head, args, raw, blocking)
     if test is None:
         return
+    if quarantine is not None:
+        if test.kind not in QUARANTINE_KINDS:
+            kinds = ", ".join(k.value for k in QUARANTINE_KINDS)
+            draft.error(
+                quarantine, f"a {test.kind.value} test cannot quarantine rows.",
+                f"Its failures are not rows of the table one can set aside; quarantine works with {kinds}: "
+                "use 'warn', or let it block.",
+            )
+            return
+        test = dataclasses.replace(test, quarantine=True)
     if any(t.name == test.name for t in draft.data_tests):
         draft.error(head, f"data test '{test.name}' is declared twice.", "Remove the repeated line.")
         return

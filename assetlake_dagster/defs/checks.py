@@ -77,6 +77,10 @@ def check_metadata(outcome: TestOutcome) -> dict[str, Any]:
     }
     if outcome.samples:
         metadata["samples"] = dg.MetadataValue.json(list(outcome.samples))
+    if outcome.test.quarantine:
+        # A quarantining test's failures left the table: it says how many, and where they went.
+        metadata["quarantined"] = dg.MetadataValue.int(outcome.failing)
+        metadata["passed"] = dg.MetadataValue.int(outcome.rows - outcome.failing)
     return metadata
 
 

@@ -15,6 +15,7 @@ import dagster as dg
 from assetlake_dagster.run.change_feed import READ_KEY, ChangeRead, appended_up_to, read_changes, read_new_rows
 from assetlake_dagster.defs.checks import audit_failure, check_events, refuse_run_retries, selected_tests
 from assetlake_dagster.run.data_tests import evaluate_run
+from assetlake_dagster.run.quarantine import quarantine_uri, split_rows, write_aside
 from assetlake_dagster.spec import blocking_failures
 from assetlake_dagster.run.defer import deferred_inputs, deferred_metadata, sql_asset_reads
 from assetlake_dagster.defs.dagster_internals import is_observable_source, run_asset_graph
@@ -106,21 +107,36 @@ def run_sql_asset(
     else:
         df = run_sql_slices(spark, spec, args, slices) if slices else run_sql_file(spark, spec, args)
     outcomes = []
+    split = None
+    quarantining = [t for t in tests if t.quarantine]
+    if quarantining:
+        # The rows a quarantining test fails go aside; the other tests audit the rest.
+        split = split_rows(spark, lake, quarantining, df, partitions, elsewhere=prod_reads)
+        df, tests = split.kept, [t for t in tests if not t.quarantine]
+        outcomes = list(split.outcomes)
     if tests:
         # Audit before publish: the tests see exactly the rows the write will commit
         # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
         df = local_checkpoint(df)
         target = _audit_target(spec, lake, partitions)
         scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
-        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
+        outcomes += evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
         for outcome in outcomes:
-            if not outcome.passed:
+            if not outcome.passed and not outcome.test.quarantine:
                 context.log.warning(outcome.message(str(spec.uri)))
         if blocking_failures(outcomes):
             # Nothing is written: the results judge the table as it stays.
             yield from check_events(context, asset_spec.key, outcomes)
             refuse_run_retries(context.instance, context.run.run_id)
             raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+    if split is not None and split.count:
+        # Written before the rows are published: a run whose quarantine write fails publishes nothing.
+        run = context.run
+        aside = write_aside(spark, lake, spec.uri, split.aside, run.run_id, run.root_run_id or run.run_id, partitions)
+        context.log.warning(
+            f"{spec.uri}: {split.count} row(s) failed a quarantining test and went to "
+            f"{quarantine_uri(spec.uri).sql_name} (Delta version {aside.version}); the rest are published"
+        )
     output = dg.Output(
         df,
         output_name=output_name,

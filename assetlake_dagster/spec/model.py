@@ -417,6 +417,8 @@ class DataTestSpec:
         path: ``custom``: the absolute path of the test's SQL file.
         query: ``custom``: the test's SELECT (placeholders already turned into markers).
         blocking: False for a trailing ``warn``: the result is reported, the write proceeds.
+        quarantine: ``on_fail=quarantine``: the rows that fail it are written aside to the
+            table's quarantine table, and the rest are published (row-level tests only).
     """
 
     kind: DataTestKind
@@ -428,6 +430,7 @@ class DataTestSpec:
     query: Optional["SqlStatement"] = None
     blocking: bool = True
     location: Optional[SourceLocation] = field(default=None, compare=False)
+    quarantine: bool = False
 
     @property
     def name(self) -> str:

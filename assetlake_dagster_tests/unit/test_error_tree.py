@@ -28,6 +28,7 @@ KNOWN = {
     ("lake/delta_log.py", "ValueError"): (8, "a log action's shape: wrapped as DeltaLogUnreadableError; up_to= past the end is a caller's bug"),
     ("defs/watch/sensor.py", "ValueError"): (1, "a cursor that is not a JSON object: caught on the next line, the sensor starts over"),
     ("run/data_tests.py", "ValueError"): (1, "an internal invariant: only built-in kinds reach that function"),
+    ("run/quarantine.py", "ValueError"): (1, "an internal invariant: the grammar lets only row-level kinds quarantine"),
     ("defs/partitions.py", "ValueError"): (1, "an internal invariant: only time-window kinds reach that function"),
     ("writes/slices.py", "ValueError"): (1, "an internal invariant: a partitioned write always has a key"),
     ("writes/layout.py", "AssertionError"): (1, "after a retry loop that always returns or raises: unreachable"),
