@@ -134,7 +134,7 @@ def _evaluate_groups(
                     part = scope.where(partition_predicate([key])) if batch else scope
                     failing = _custom_failing(spark, test, part, bindings)
                     count = failing.count()
-                    samples = tuple(_row_text(r.asDict()) for r in failing.limit(SAMPLE_SIZE).collect()) if count else ()
+                    samples = tuple(row_text(r.asDict()) for r in failing.limit(SAMPLE_SIZE).collect()) if count else ()
                     found[index, key] = (count, samples)
             else:
                 failing, describe = _failing(spark, lake, test, keyed, elsewhere)
@@ -181,7 +181,7 @@ def _count_by_group(failing: DataFrame, describe) -> dict[Optional[str], tuple[i
     return {key: (count, tuple(samples)) for key, (count, samples) in found.items()}
 
 
-def _row_text(row: Mapping[str, Any]) -> str:
+def row_text(row: Mapping[str, Any]) -> str:
     """A few columns of a failing row, to find it: ``{order_id: 4, amount: -2.0}``."""
     return "{" + ", ".join(f"{k}: {v!r}" for k, v in list(row.items())[:4]) + "}"
 
@@ -200,7 +200,7 @@ def _failing(
         return ", ".join(f"{c}={row[c]!r}" for c in columns) if len(columns) > 1 else repr(row[columns[0]])
 
     if test.kind is DataTestKind.NOT_NULL:
-        return scope.where(scope[columns[0]].isNull()), _row_text
+        return scope.where(scope[columns[0]].isNull()), row_text
     if test.kind is DataTestKind.UNIQUE:
         grouped = scope.groupBy(_GROUP, *columns).count().toDF(_GROUP, *columns, "_rows")
         dups = grouped.where(grouped["_rows"] > 1)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional
 from assetlake_dagster.lake.delta_sql import is_delta_table, read
 from assetlake_dagster.lake.registration import register_table
 from assetlake_dagster.lake.root import Lake
+from assetlake_dagster.run.data_tests import row_text
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, SAMPLE_SIZE, DataTestKind, DataTestSpec, TableUri, TestOutcome, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
@@ -60,15 +61,13 @@ class Split:
         aside: the rows some test failed, each with the names of the tests it failed in
             :data:`FAILED_TESTS_COLUMN`.
         outcomes: one per test (and partition): how many rows it sent aside, with samples.
+        count: how many rows went aside (a row failing two tests counts once).
     """
 
     kept: DataFrame
     aside: DataFrame
     outcomes: tuple[TestOutcome, ...]
-
-    @property
-    def count(self) -> int:
-        return self.aside.count()
+    count: int
 
 
 def split_rows(
@@ -111,18 +110,22 @@ def split_rows(
     marked = local_checkpoint(marked.withColumn(FAILED_TESTS_COLUMN, failed).drop(*(f for f, _ in flags)))
     aside = marked.where(F.size(marked[FAILED_TESTS_COLUMN]) > 0)
     kept = marked.where(F.size(marked[FAILED_TESTS_COLUMN]) == 0).drop(FAILED_TESTS_COLUMN)
-    return Split(kept, aside, tuple(_outcomes(marked, tests, partitions)))
+    outcomes, count = _outcomes(marked, tests, partitions)
+    return Split(kept, aside, tuple(outcomes), count)
 
 
-def _outcomes(marked: DataFrame, tests: Sequence[DataTestSpec], partitions: Sequence[str]) -> list[TestOutcome]:
-    """Per test and partition: the rows it sent aside (and a few of them), of how many."""
+def _outcomes(
+    marked: DataFrame, tests: Sequence[DataTestSpec], partitions: Sequence[str]
+) -> tuple[list[TestOutcome], int]:
+    """Per test and partition: the rows it sent aside (and a few of them), of how many; and
+    how many rows went aside in all, counted in the same Spark job."""
     from pyspark.sql import functions as F
 
     batch = len(partitions) > 1
     groups: list[Optional[str]] = list(partitions) or [None]
     key = marked[PARTITION_COLUMN].cast("string") if batch else F.lit(groups[0])
     counted = marked.withColumn("__group", key)
-    aggregates = [F.count(F.lit(1)).alias("rows")] + [
+    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum((F.size(counted[FAILED_TESTS_COLUMN]) > 0).cast("int")).alias("aside")] + [
         F.sum(F.array_contains(counted[FAILED_TESTS_COLUMN], test.name).cast("int")).alias(f"t{i}")
         for i, test in enumerate(tests)
     ]
@@ -136,14 +139,12 @@ def _outcomes(marked: DataFrame, tests: Sequence[DataTestSpec], partitions: Sequ
             if failing:
                 picked = counted.where((counted["__group"] == group) if group is not None else F.lit(True))
                 picked = picked.where(F.array_contains(picked[FAILED_TESTS_COLUMN], test.name))
-                shown = [c for c in marked.columns if c not in (FAILED_TESTS_COLUMN, PARTITION_COLUMN)][:4]
-                samples = tuple(
-                    "{" + ", ".join(f"{c}: {r[c]!r}" for c in shown) + "}" for r in picked.limit(SAMPLE_SIZE).collect()
-                )
+                shown = [c for c in marked.columns if c not in (FAILED_TESTS_COLUMN, PARTITION_COLUMN)]
+                samples = tuple(row_text({c: r[c] for c in shown}) for r in picked.limit(SAMPLE_SIZE).collect())
             scope = "the run's rows" + (f", partition {group}" if group is not None and batch else "")
             outcomes.append(TestOutcome(test, failing, samples, int(row["rows"]) if row is not None else 0,
                                         f"{scope}: {failing} sent to quarantine", partition=group))
-    return outcomes
+    return outcomes, sum(int(r["aside"] or 0) for r in totals.values())
 
 
 def write_aside(
