@@ -14,12 +14,13 @@ function in :data:`LINE_PARSERS`::
     -- freshness fail=26h warn=24h                               -> freshness.py
     -- cluster_by customer_id                                    -> table_layout.py
     -- column order_total <- delta://sales/orders.amount         -> column.py
+    -- publish_with daily_sales                                  -> publish_group.py
 """
 
 from typing import Any, Callable
 
 from assetlake_dagster.annotations.arguments import ARGUMENT_PREFIX, parse_argument
-from assetlake_dagster.annotations import automation, catalog_attributes, freshness, maintain, table_layout
+from assetlake_dagster.annotations import automation, catalog_attributes, freshness, maintain, publish_group, table_layout
 from assetlake_dagster.annotations.column import parse_column
 from assetlake_dagster.annotations.data_test import parse_data_test
 from assetlake_dagster.annotations.fields import HeaderField, field_values, parse_field_line
@@ -47,7 +48,10 @@ LINE_PARSERS: dict[str, LineParser] = {
     "column": parse_column,
 }
 #: Every declared field: a keyword whose value goes straight into the spec.
-FIELDS: tuple[HeaderField, ...] = (*catalog_attributes.FIELDS, *table_layout.FIELDS, *maintain.FIELDS, *automation.FIELDS, *freshness.FIELDS)
+FIELDS: tuple[HeaderField, ...] = (
+    *catalog_attributes.FIELDS, *table_layout.FIELDS, *maintain.FIELDS, *automation.FIELDS, *freshness.FIELDS,
+    *publish_group.FIELDS,
+)
 FIELDS_BY_KEYWORD: dict[str, HeaderField] = {f.keyword: f for f in FIELDS}
 #: Every header keyword (``$<name>`` arguments aside), for did-you-mean.
 KEYWORDS = (*LINE_PARSERS, *FIELDS_BY_KEYWORD)

@@ -14,6 +14,7 @@ from typing import Optional
 from assetlake_dagster.errors import Diagnostic, SourceLocation, SourceText, did_you_mean
 from assetlake_dagster.project.python_assets import PythonTable
 from assetlake_dagster.spec import (
+    DEFAULT_BACKFILL_BATCH,
     HISTORY_COLUMNS,
     PARTITION_COLUMN,
     RESERVED_TABLE_SUFFIX,
@@ -66,6 +67,7 @@ def check_project(
     diagnostics.extend(_windows(specs, sources, {k: g[0] for k, g in producers.items()}))
     diagnostics.extend(_time_zones(specs, sources, {k: g[0] for k, g in producers.items()}))
     diagnostics.extend(_cycles(specs, sources))
+    diagnostics.extend(_publish_groups(specs, sources))
     produced = set(producers) | {table_key(table.uri) for table in python}
     read = {table_key(u.uri) for spec in specs for u in spec.upstreams}
     diagnostics.extend(_test_references(specs, sources, produced | read))
@@ -191,6 +193,109 @@ def _windows(
                     sources[spec.path].diagnostic(location.line, location.col, *problem, span=len(str(upstream.uri)))
                 )
     return diagnostics
+
+
+def publish_groups(specs: Sequence[SqlAssetSpec]) -> dict[str, list[SqlAssetSpec]]:
+    """The ``-- publish_with`` groups by name, each member after the members it reads (the
+    order a run stages and commits them in), else in file order.
+
+    Example:
+        >>> from assetlake_dagster.project.load import parse_file
+        >>> a, _ = parse_file("a.sql", "-- materialize delta://m/a\\n-- publish_with g\\n\\nSELECT 1 AS id")
+        >>> b, _ = parse_file("b.sql", "-- materialize delta://m/b\\n-- publish_with g\\n\\nSELECT id FROM m.a")
+        >>> [str(s.uri) for s in publish_groups([b, a])["g"]]
+        ['delta://m/a', 'delta://m/b']
+    """
+    groups: dict[str, list[SqlAssetSpec]] = defaultdict(list)
+    for spec in specs:
+        if spec.publish_with is not None:
+            groups[spec.publish_with.name].append(spec)
+    return {name: _dependency_order(members) for name, members in groups.items()}
+
+
+def _dependency_order(members: list[SqlAssetSpec]) -> list[SqlAssetSpec]:
+    by_key = {table_key(m.uri): m for m in members}
+    ordered: list[SqlAssetSpec] = []
+    placed: set[TableKey] = set()
+
+    def place(member: SqlAssetSpec, path: tuple[TableKey, ...] = ()) -> None:
+        key = table_key(member.uri)
+        if key in placed or key in path:  # a cycle is reported by _cycles
+            return
+        for upstream in member.upstreams:
+            producer = by_key.get(table_key(upstream.uri))
+            if producer is not None:
+                place(producer, (*path, key))
+        placed.add(key)
+        ordered.append(member)
+
+    for member in members:
+        place(member)
+    return ordered
+
+
+def _publish_groups(specs: list[SqlAssetSpec], sources: dict[str, SourceText]) -> list[Diagnostic]:
+    """A publish group has two or more members, partitioned alike; a member that reads
+    another reads its staged rows, which a history table or an ``append new_rows`` reader
+    cannot be given."""
+    diagnostics = []
+
+    def error(spec: SqlAssetSpec, message: str, hint: str) -> None:
+        location = spec.publish_with.location
+        line, col = (location.line, location.col) if location else (1, 1)
+        diagnostics.append(sources[spec.path].diagnostic(line, col, message, hint, span=len("publish_with")))
+
+    for name, members in publish_groups(specs).items():
+        if len(members) == 1:
+            error(
+                members[0],
+                f"publish group '{name}' has no other member.",
+                f"Add '-- publish_with {name}' to the files to publish with this one, or remove the line.",
+            )
+            continue
+        first = members[0]
+        for member in members[1:]:
+            if _slicing(member) != _slicing(first):
+                error(
+                    member,
+                    f"publish group '{name}' mixes partitions: {member.uri} is "
+                    f"{_describe_slicing(member)}, {first.uri} ({_where(first.materialize.location)}) is "
+                    f"{_describe_slicing(first)}.",
+                    "A group's tables commit in one run, slice by slice: give them the same '-- partitioned' line.",
+                )
+        by_key = {table_key(m.uri): m for m in members}
+        for member in members:
+            for upstream in member.upstreams:
+                read = by_key.get(table_key(upstream.uri))
+                if read is None:
+                    continue
+                if read.materialize.strategy is WriteStrategy.HISTORY:
+                    error(
+                        member,
+                        f"{member.uri} reads {read.uri}, a history table of its own publish group '{name}'.",
+                        "A member reads the others' rows as staged, which a history table's versions are not; "
+                        "publish one of them outside the group.",
+                    )
+                elif member.materialize.new_rows:
+                    error(
+                        member,
+                        f"'append new_rows' reads {read.uri}'s new commits, which its publish group '{name}' "
+                        "has not made yet.",
+                        "Remove 'new_rows' (the member then reads the staged table), or publish it outside the group.",
+                    )
+    return diagnostics
+
+
+def _slicing(spec: SqlAssetSpec) -> Optional[tuple]:
+    p = spec.partitions
+    return None if p is None else (p.kind, p.start, p.end, p.timezone, p.values, p.name, p.batch_size)
+
+
+def _describe_slicing(spec: SqlAssetSpec) -> str:
+    p = spec.partitions
+    if p is None:
+        return "not partitioned"
+    return f"partitioned {p.kind.value}" + (f" from {p.start}" if p.start else "") + (f" batch={p.batch_size}" if p.batch_size != DEFAULT_BACKFILL_BATCH else "")
 
 
 def _time_zones(

@@ -354,6 +354,7 @@ _NOT_FOR_VIEWS = {
     "layout.cluster_by": "a view has no files to lay out",
     "layout.properties": "a view has no Delta table to hold them",
     "maintain": "a view has no files to compact or vacuum",
+    "publish_with": "a view has no commit to publish",
 }
 
 
@@ -422,6 +423,14 @@ def _check_query(src: SourceText, header: Header, analysis: SqlAnalysis) -> list
                 "a manual file cannot have data tests.",
                 "assetlake does not write a manual table, so it cannot audit it; use a managed strategy.",
                 1,
+            )
+        group = header.field_keywords.get("publish_with")
+        if group is not None:
+            error(
+                src.location(group.line, group.col),
+                "a manual file cannot be published with a group.",
+                "Its statements commit by themselves, so nothing can hold them back; use a managed strategy.",
+                len(group.text),
             )
     _check_column_lines(header, analysis, error)
     _check_layout(src, header, analysis, error)

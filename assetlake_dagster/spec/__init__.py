@@ -56,6 +56,7 @@ from assetlake_dagster.spec.model import (
     ColumnSourceSpec as ColumnSourceSpec,
     ColumnSpec as ColumnSpec,
     CatalogSpec as CatalogSpec,
+    PublishGroupSpec as PublishGroupSpec,
     ClusterColumn as ClusterColumn,
     LayoutSpec as LayoutSpec,
     ForeignTable as ForeignTable,

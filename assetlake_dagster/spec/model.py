@@ -676,6 +676,22 @@ class CatalogSpec:
 
 
 @dataclass(frozen=True)
+class PublishGroupSpec:
+    """The ``-- publish_with <name>`` line: the tables of every file naming ``name`` are
+    staged and audited together and committed one after the other in one run; if any audit
+    fails none commits, and a failed commit restores those already made
+    (:mod:`assetlake_dagster.run.publish_group`).
+
+    Example:
+        >>> PublishGroupSpec("daily_sales").name
+        'daily_sales'
+    """
+
+    name: str
+    location: Optional[SourceLocation] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class ForeignTable:
     """A ``catalog.schema.table`` the SQL reads from a catalog assetlake does not manage (a
     Spark catalog plugin configured by ``spark.sql.catalog.<catalog>``): no asset, no
@@ -720,6 +736,7 @@ class SqlAssetSpec:
         code_version: sha256 of the file contents.
         freshness: the ``-- freshness`` line, if any.
         foreign_tables: ``catalog.schema.table`` names read from other catalogs, in file order.
+        publish_with: the ``-- publish_with`` line, if any: the group of tables published together.
     """
 
     path: str
@@ -740,6 +757,7 @@ class SqlAssetSpec:
     code_version: str = ""
     freshness: Optional[FreshnessSpec] = None
     foreign_tables: tuple[ForeignTable, ...] = ()
+    publish_with: Optional[PublishGroupSpec] = None
 
     @property
     def uri(self) -> TableUri:

@@ -30,6 +30,7 @@ SAMPLE_LINES = {
     "schedule": "-- schedule 0 2 * * *",
     "automation": "-- automation eager",
     "freshness": "-- freshness fail=26h",
+    "publish_with": "-- publish_with daily_sales",
 }
 
 
