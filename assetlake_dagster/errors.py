@@ -100,6 +100,12 @@ class UsageError(AssetlakeError, ValueError):
     these were before they joined this tree, so ``except ValueError`` still catches them."""
 
 
+class PublishError(AssetlakeError):
+    """A ``-- publish_with`` group was not published: a member failed its audit (no table of
+    the group was committed), or a commit failed (the group's earlier commits were
+    restored). The message names the tables and what became of each."""
+
+
 class WriteError(AssetlakeError):
     """A managed write was refused or failed; the table keeps its prior version.
 

@@ -53,15 +53,8 @@ def build_sql_asset(
         views: the project's ``materialize view`` files by name: a run reading one makes it
             in the catalog first.
     """
-    translated = translator.get_asset_spec(spec)
-    is_view = spec.materialize.strategy is WriteStrategy.VIEW
-    if is_view:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", dg.PreviewWarning)  # virtual assets are a preview in Dagster 1.13
-            translated = translated.replace_attributes(is_virtual=True)
-    asset_spec = with_metadata(translated, write_contract(translated, spec, lake))
-    # The keys the run records lineage and external reads under, as the deps name them.
-    upstream_keys = {u.uri: translator.get_upstream_key(u.uri) for u in spec.upstreams}
+    asset_spec = sql_asset_spec(spec, translator, lake)
+    upstream_keys = upstream_asset_keys(spec, translator)
     output_name = asset_spec.key.to_python_identifier()
 
     managed = spec.materialize.strategy not in (WriteStrategy.MANUAL, WriteStrategy.VIEW)
@@ -112,11 +105,10 @@ def build_sql_asset(
         finally:
             resource.release_session(spark)
 
-    return _assets_definition(
+    return assets_definition(
         _sql_asset,
         name=f"sql__{output_name}",
-        asset_spec=asset_spec,
-        output_name=output_name,
+        asset_specs=[asset_spec],
         # A managed file returns rows for the IO manager (type Any); a manual one returns
         # only a MaterializeResult (type Nothing).
         dagster_type=dg.Any if managed else dg.Nothing,
@@ -128,6 +120,22 @@ def build_sql_asset(
         io_manager_key=io_manager_key,
         spark_key=spark_key,
     )
+
+
+def sql_asset_spec(spec: SqlAssetSpec, translator: AssetlakeTranslator, lake: Optional[Lake] = None) -> dg.AssetSpec:
+    """The file's asset as the translator makes it, with its write contract (and, for a
+    view, as a virtual asset)."""
+    translated = translator.get_asset_spec(spec)
+    if spec.materialize.strategy is WriteStrategy.VIEW:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dg.PreviewWarning)  # virtual assets are a preview in Dagster 1.13
+            translated = translated.replace_attributes(is_virtual=True)
+    return with_metadata(translated, write_contract(translated, spec, lake))
+
+
+def upstream_asset_keys(spec: SqlAssetSpec, translator: AssetlakeTranslator) -> dict[TableUri, dg.AssetKey]:
+    """The keys a run records lineage and external reads under, as the deps name them."""
+    return {u.uri: translator.get_upstream_key(u.uri) for u in spec.upstreams}
 
 
 def _reads_a_view(spec: SqlAssetSpec, views: Mapping[TableUri, SqlAssetSpec]) -> bool:
@@ -143,12 +151,11 @@ _CHECK_OUT = {required: dg.Out(dagster_type=None, is_required=required) for requ
 _NO_CONFIG = dg.Field(dg.Shape({}))  # what Dagster makes of ``{}``
 
 
-def _assets_definition(
+def assets_definition(
     compute: Callable[..., Any],
     *,
     name: str,
-    asset_spec: dg.AssetSpec,
-    output_name: str,
+    asset_specs: Sequence[dg.AssetSpec],
     dagster_type: Any,
     checks: Sequence[dg.AssetCheckSpec],
     can_subset: bool,
@@ -157,7 +164,8 @@ def _assets_definition(
     io_manager_key: str = "io_manager",
     spark_key: str = SPARK_RESOURCE_KEY,
 ) -> dg.AssetsDefinition:
-    """The one-output asset ``@dg.multi_asset`` would build from these, built directly.
+    """The asset ``@dg.multi_asset`` would build from these, built directly: one output per
+    spec (one for a SQL file, one per member for a publish group), each named by its key.
 
     The decorator inspects the compute function's signature about 16 times per asset and
     validates what is valid by construction here: that was most of building a 1000-file
@@ -165,33 +173,40 @@ def _assets_definition(
     ``AssetExecutionContext``); ``unit/test_assets_definition.py`` checks that every part of
     the result equals what the decorator builds.
     """
-    inputs = {dep_input_name(dep.asset_key): dep.asset_key for dep in asset_spec.deps}
+    own = {asset_spec.key for asset_spec in asset_specs}
+    # A dep on another asset of the same op is the op's own order, not an input.
+    inputs = {
+        dep_input_name(dep.asset_key): dep.asset_key for s in asset_specs for dep in s.deps if dep.asset_key not in own
+    }
     checks_by_output = {check_spec_output_name(check): check for check in checks}
     check_out = _CHECK_OUT[not can_subset]
-    out = dg.Out(
-        dagster_type=dagster_type,
-        description=asset_spec.description,
-        metadata=asset_spec.metadata,
-        is_required=not can_subset,
-        code_version=asset_spec.code_version,
-        io_manager_key=io_manager_key,
-    )
+    outs = {
+        asset_spec.key.to_python_identifier(): dg.Out(
+            dagster_type=dagster_type,
+            description=asset_spec.description,
+            metadata=asset_spec.metadata,
+            is_required=not can_subset,
+            code_version=asset_spec.code_version,
+            io_manager_key=io_manager_key,
+        )
+        for asset_spec in asset_specs
+    }
     op = dg.OpDefinition(
         compute_fn=decorated_op_function(compute),
         name=name,
         ins=dict.fromkeys(inputs, _DEP_IN),
-        outs={output_name: out, **dict.fromkeys(checks_by_output, check_out)},
+        outs={**outs, **dict.fromkeys(checks_by_output, check_out)},
         required_resource_keys={spark_key},
         config_schema=config_schema or _NO_CONFIG,  # as @multi_asset: no arguments, an empty config
     )
     return dg.AssetsDefinition(
         keys_by_input_name=inputs,
-        keys_by_output_name={output_name: asset_spec.key},
+        keys_by_output_name={s.key.to_python_identifier(): s.key for s in asset_specs},
         node_def=op,
         can_subset=can_subset,
         backfill_policy=policy,
         check_specs_by_output_name=checks_by_output,
-        specs=[asset_spec],
+        specs=list(asset_specs),
     )
 
 

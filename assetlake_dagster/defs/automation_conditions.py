@@ -158,8 +158,7 @@ class GeneratedDefinitions:
 
 
 def generated_definitions(
-    specs: Sequence[SqlAssetSpec],
-    sql_assets: Sequence[dg.AssetsDefinition],
+    sql_files: Sequence[tuple[SqlAssetSpec, dg.AssetKey, dg.AssetsDefinition]],
     other_assets: Sequence[AssetLike],
     *,
     jobs: Iterable = (),
@@ -171,8 +170,8 @@ def generated_definitions(
     """A job per group, a schedule per ``-- schedule`` bucket and the automation sensor.
 
     Args:
-        specs: the project's SQL files, in the order of ``sql_assets``.
-        sql_assets: the asset built for each of ``specs``.
+        sql_files: each SQL file, its asset's key and the definition holding it (a
+            publish group's definition holds several).
         other_assets: the Python assets (and any other asset of the definitions).
         jobs, schedules, sensors: yours; a group job, schedule or sensor of yours under a
             generated name replaces the generated one.
@@ -180,12 +179,13 @@ def generated_definitions(
         name_suffix: appended to every generated name (jobs, schedules, the sensor).
 
     Example:
-        >>> generated = generated_definitions(project.assets, sql_assets, python_assets)  # doctest: +SKIP
+        >>> generated = generated_definitions(sql_files, python_assets)  # doctest: +SKIP
         >>> sorted(job.name for job in generated.jobs)  # doctest: +SKIP
         ['analytics__orders_schedule_job', 'sales_job']
     """
     jobs, schedules, sensors = list(jobs), list(schedules), list(sensors)
-    entries = [_sql_entry(spec, assets_def) for spec, assets_def in zip(specs, sql_assets)]
+    entries = [_sql_entry(spec, key, assets_def) for spec, key, assets_def in sql_files]
+    sql_assets = list({id(assets_def): assets_def for _, _, assets_def in sql_files}.values())
     entries += [entry for asset in other_assets for entry in _python_entries(asset)]
     check_generated_names(entries)
     taken = {schedule.name for schedule in schedules}
@@ -203,8 +203,8 @@ def generated_definitions(
     )
 
 
-def _sql_entry(spec: SqlAssetSpec, assets_def: dg.AssetsDefinition) -> AssetEntry:
-    asset_spec = assets_def.get_asset_spec(assets_def.key)
+def _sql_entry(spec: SqlAssetSpec, key: dg.AssetKey, assets_def: dg.AssetsDefinition) -> AssetEntry:
+    asset_spec = assets_def.get_asset_spec(key)
     line = spec.schedule.location.line if spec.schedule and spec.schedule.location else None
     return AssetEntry(
         key=asset_spec.key,

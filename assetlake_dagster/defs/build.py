@@ -10,6 +10,7 @@ from typing import Optional, Union
 import dagster as dg
 
 from assetlake_dagster.defs.assets import SPARK_RESOURCE_KEY, build_sql_asset
+from assetlake_dagster.defs.publish_groups import build_publish_group
 from assetlake_dagster.defs.automation_conditions import generated_definitions
 from assetlake_dagster.defs.maintenance_jobs import MaintainDefaults, maintain_defaults, maintained_spec, maintenance_definitions
 from assetlake_dagster.defs.code_references import link_to_git
@@ -24,6 +25,7 @@ from assetlake_dagster.defs.freshness_checks import (
 )
 from assetlake_dagster.defs.io_manager import DeltaIOManager
 from assetlake_dagster.defs.neighbours import NeighbourTable, resolve_neighbours
+from assetlake_dagster.project.dag import publish_groups
 from assetlake_dagster.project.load import load_project
 from assetlake_dagster.project.python_assets import AssetLike, PythonAsset, python_tables, with_write_kinds
 from assetlake_dagster.defs.seed_assets import seed_asset
@@ -161,10 +163,24 @@ def build_definitions(
     lake = resource.lake  # a new Lake (and a realpath of its root) per access
     translator = translator.bound_to(keys_by_table)
     views = {spec.uri: spec for spec in project.assets if spec.materialize.strategy is WriteStrategy.VIEW}
+    # A publish group's files are one definition of several assets (defs/publish_groups.py).
+    groups = publish_groups(project.assets)
+    grouped = {spec.uri for members in groups.values() for spec in members}
     sql_assets = [
-        build_sql_asset(spec, translator, lake, io_manager_key, spark_resource_key, views) for spec in project.assets
+        *(
+            build_sql_asset(spec, translator, lake, io_manager_key, spark_resource_key, views)
+            for spec in project.assets if spec.uri not in grouped
+        ),
+        *(
+            build_publish_group(group, members, translator, lake, io_manager_key, spark_resource_key, views)
+            for group, members in groups.items()
+        ),
     ]
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
+    # Each file's asset key and the definition that holds it, in the files' order.
+    definition_of = {key: asset for asset in sql_assets for key in asset.keys}
+    sql_keys = [translator.get_asset_key(spec) for spec in project.assets]
+    by_file = [(spec, key, definition_of[key]) for spec, key in zip(project.assets, sql_keys)]
 
     readers: dict = {}
     for spec in project.assets:
@@ -175,7 +191,7 @@ def build_definitions(
     }
     external = list(external_by_table.values())
     freshness_checks = [
-        *partition_deadline_checks(list(zip(project.assets, sql_assets))),
+        *partition_deadline_checks(by_file),
         *source_freshness_checks(external_by_table, source_freshness_defaults(source_freshness)),
     ]
     schedules, sensors, jobs = list(schedules), list(sensors), list(jobs)
@@ -187,7 +203,7 @@ def build_definitions(
         if sensor is not None and all(s.name != sensor.name for s in sensors):
             sensors.append(sensor)  # a sensor of yours under its name replaces it
     generated = generated_definitions(
-        project.assets, sql_assets, extra, jobs=jobs, schedules=schedules, sensors=sensors,
+        by_file, extra, jobs=jobs, schedules=schedules, sensors=sensors,
         own_assets_only=own_assets_only, name_suffix=name_suffix,
     )
     defaults = maintain_defaults(maintain)

@@ -57,7 +57,7 @@ def is_partition_lag(spec: SqlAssetSpec) -> bool:
 
 
 def partition_deadline_checks(
-    specs_and_assets: Sequence[tuple[SqlAssetSpec, dg.AssetsDefinition]],
+    specs_and_assets: Sequence[tuple[SqlAssetSpec, dg.AssetKey, dg.AssetsDefinition]],
 ) -> list[dg.AssetChecksDefinition]:
     """The checks of a time-partitioned asset's freshness, partition by partition.
 
@@ -66,21 +66,23 @@ def partition_deadline_checks(
     that had closed by then must have been materialized (an error otherwise).
     ``-- freshness fail=… [warn=…]``: each partition's lag (:func:`partition_lag_check`),
     instead of a policy. The asset's partitions are read from the built definition, so a
-    translator's ``get_partitions_def`` counts.
+    translator's ``get_partitions_def`` counts. Each entry: the file, its asset's key, and
+    the definition holding it (a publish group's holds several).
     """
     checks: list[dg.AssetChecksDefinition] = []
-    for spec, asset in specs_and_assets:
+    for spec, key, asset in specs_and_assets:
         freshness = spec.freshness
         if freshness is None or not isinstance(asset.partitions_def, dg.TimeWindowPartitionsDefinition):
             continue
         if is_partition_lag(spec):
-            checks.append(partition_lag_check(asset.key, asset.partitions_def, freshness))
+            checks.append(partition_lag_check(key, asset.partitions_def, freshness))
             continue
         if freshness.cron is None:
             continue
         checks.extend(
             dg.build_time_partition_freshness_checks(
-                assets=[asset],
+                # One key of a publish group's definition: Dagster reads its partitions from the graph.
+                assets=[asset] if len(asset.keys) == 1 else [key],
                 deadline_cron=freshness.cron,
                 timezone=freshness.timezone or "UTC",
                 severity=dg.AssetCheckSeverity.ERROR,

@@ -96,7 +96,12 @@ def group_jobs(entries: Sequence[AssetEntry], *, suffix: str = "", own_assets_on
         ['sales_job']
     """
     return [
-        dg.define_asset_job(plan.name + suffix, selection=plan.own if own_assets_only else plan.selection, description=plan.description)
+        dg.define_asset_job(
+            plan.name + suffix,
+            # A publish group runs whole: a job with one of its members runs them all.
+            selection=(plan.own if own_assets_only else plan.selection).required_multi_asset_neighbors(),
+            description=plan.description,
+        )
         for plan in _group_job_plans(entries)
     ]
 
@@ -193,7 +198,7 @@ def asset_schedules(entries: Sequence[AssetEntry], *, suffix: str = "") -> list[
         name = b.name + suffix
         job = dg.define_asset_job(
             f"{b.name}_job{suffix}",
-            selection=dg.AssetSelection.assets(*(m.key for m in b.members)),
+            selection=dg.AssetSelection.assets(*(m.key for m in b.members)).required_multi_asset_neighbors(),
             description=f"The assets of the schedule {name}.",
         )
         found.append((job, _schedule(name, job, b.cron, b.tz, b.partitions_def, b.members)))

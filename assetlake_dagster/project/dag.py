@@ -253,6 +253,16 @@ def _publish_groups(specs: list[SqlAssetSpec], sources: dict[str, SourceText]) -
                 f"Add '-- publish_with {name}' to the files to publish with this one, or remove the line.",
             )
             continue
+        for member in members:
+            for argument in member.arguments:
+                location = argument.location
+                diagnostics.append(sources[member.path].diagnostic(
+                    location.line, location.col,
+                    f"'${argument.name}' cannot be given to a member of publish group '{name}': the group runs as "
+                    "one step, which takes no file's run config.",
+                    "Write the value into the SQL, or publish this file outside the group.",
+                    span=len(argument.name) + 1,
+                ))
         first = members[0]
         for member in members[1:]:
             if _slicing(member) != _slicing(first):

@@ -43,12 +43,13 @@ from assetlake_dagster.spec import (
     LayoutSpec,
     TableComments,
     UPSTREAM_VERSIONS_KEY,
+    PUBLISH_GROUP_KEY,
     READ_VERSION_KEY,
     TableUri,
 )
 from assetlake_dagster.defs.partitions import with_partition_key
 from assetlake_dagster.spec import PARTITION_COLUMN
-from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteTarget, strategy_for
+from assetlake_dagster.writes import STRATEGIES, CommitStamp, WriteResult, WriteTarget, strategy_for
 from assetlake_dagster.writes.layout import LAYOUT_CHANGES_KEY, apply_layout, new_table_properties, with_column_comments
 from assetlake_dagster.writes.orphans import (
     CHECKED_THROUGH_KEY,
@@ -168,6 +169,37 @@ def write_output(spark: SparkDeltaResource, context: dg.OutputContext, obj: Any)
         # A SQL file's output says what it read; its unchanged runs never get here.
         compare_content=UPSTREAM_VERSIONS_KEY not in (context.output_metadata or {}),
     )
+    group = _metadata_value((context.definition_metadata or {}).get(PUBLISH_GROUP_KEY))
+    if group is None:
+        _write(spark, context, session, df, uri, target, layout, comments)
+        return
+    # One of a publish group's commits: a failure restores the group's earlier ones.
+    from assetlake_dagster.run.publish_group import member_commit
+
+    # Each attempt starts from the versions a failed one restored: its appends are new.
+    target = dataclasses.replace(target, stamp=dataclasses.replace(target.stamp, idempotency_id=context.run_id))
+    with member_commit(session, context.run_id, str(group), uri, target.path) as commit:
+        result = _write(spark, context, session, df, uri, target, layout, comments)
+        commit.version = result.version if result.committed else None
+
+
+def _metadata_value(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def _write(
+    spark: SparkDeltaResource,
+    context: dg.OutputContext,
+    session: "SparkSession",
+    df: "DataFrame",
+    uri: TableUri,
+    target: WriteTarget,
+    layout: LayoutSpec,
+    comments: TableComments,
+) -> "WriteResult":
+    """Commit ``df`` to ``target`` and record the materialization's metadata on ``context``."""
+    lake, strategy, partitions = spark.lake, target.strategy, target.partitions
+    write = strategy_for(strategy)
     try:
         # A failing write is reported once, by Dagster's step failure (not also as
         # PySpark's JSON record of the same error with the JVM's stack trace).
@@ -233,6 +265,7 @@ def write_output(spark: SparkDeltaResource, context: dg.OutputContext, obj: Any)
         # Each partition of a batch gets its own row count on its materialization.
         for partition, count in partition_counts.items():
             add_partition_output_metadata(context, {"dagster/partition_row_count": dg.MetadataValue.int(count)}, partition)
+    return result
 
 
 def read_input(spark: SparkDeltaResource, context: dg.InputContext) -> Any:

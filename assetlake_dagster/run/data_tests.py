@@ -54,7 +54,7 @@ def evaluate(
     scope: DataFrame,
     scope_text: str,
     bindings: Mapping[str, Any],
-    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
+    elsewhere: Mapping[TableUri, Any] = {},
 ) -> list[TestOutcome]:
     """Every test on one scope (the scope is cached once for all of them)."""
     return _evaluate_groups(spark, lake, tests, scope, {None: (scope_text, bindings)}, batch=False, elsewhere=elsewhere)
@@ -68,7 +68,7 @@ def evaluate_run(
     scope_text: str,
     args: Mapping[str, Any],
     slices: Sequence[Any],
-    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
+    elsewhere: Mapping[TableUri, Any] = {},
 ) -> list[TestOutcome]:
     """Every test for one run.
 
@@ -109,7 +109,7 @@ def _evaluate_groups(
     scope: DataFrame,
     groups: Mapping[Optional[str], tuple[str, Mapping[str, Any]]],
     batch: bool,
-    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
+    elsewhere: Mapping[TableUri, Any] = {},
 ) -> list[TestOutcome]:
     """The outcomes of ``tests`` for each group (partition key, or ``None``) of ``scope``.
 
@@ -191,7 +191,7 @@ def _failing(
     lake: Lake,
     test: DataTestSpec,
     scope: DataFrame,
-    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
+    elsewhere: Mapping[TableUri, Any] = {},
 ):
     """The failing rows of a built-in test, each with the scope's group column kept."""
     columns = list(test.columns)
@@ -210,17 +210,34 @@ def _failing(
         bad = scope.where(column.isNotNull() & ~column.cast("string").isin(list(test.values)))
         return bad.select(_GROUP, *columns), values
     if test.kind is DataTestKind.RELATIONSHIPS:
-        ref_path, ref_version = elsewhere.get(test.ref_uri) or (lake.table_path(test.ref_uri), None)
-        if ref_version is None and not is_delta_table(spark, ref_path):
+        ref = reference_table(spark, lake, test.ref_uri, elsewhere)
+        if ref is None:
             # Nothing can match: every non-NULL value fails, with the reason in the sample.
             rows = scope.where(scope[columns[0]].isNotNull()).select(_GROUP, *columns)
             return rows, lambda r: f"{values(r)} ({test.ref_uri} has no table yet)"
-        ref = read(spark, ref_path, ref_version)
         ref = ref.select(ref[test.ref_column].alias("__assetlake_ref")).distinct()
         present = scope.where(scope[columns[0]].isNotNull())
         missing = present.join(ref, present[columns[0]] == ref["__assetlake_ref"], "left_anti")
         return missing.select(_GROUP, *columns), values
     raise ValueError(f"{test.kind} is not a built-in data test")
+
+
+def reference_table(
+    spark: SparkSession, lake: Lake, uri: TableUri, elsewhere: Mapping[TableUri, Any] = {}
+) -> Optional[DataFrame]:
+    """The rows of the table a ``relationships`` test references, ``None`` when it has no
+    table yet.
+
+    ``elsewhere``: tables read from another lake, ``{table: (path, version)}``, or staged by
+    the run's publish group, ``{table: name}`` (a view the session reads).
+    """
+    source = elsewhere.get(uri)
+    if isinstance(source, str):
+        return spark.table(source)
+    path, version = source or (lake.table_path(uri), None)
+    if version is None and not is_delta_table(spark, path):
+        return None
+    return read(spark, path, version)
 
 
 def _custom_failing(spark: SparkSession, test: DataTestSpec, scope: DataFrame, bindings: Mapping[str, Any]) -> DataFrame:

@@ -18,12 +18,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from assetlake_dagster.lake.delta_sql import is_delta_table, read
 from assetlake_dagster.lake.registration import register_table
 from assetlake_dagster.lake.root import Lake
-from assetlake_dagster.run.data_tests import row_text
+from assetlake_dagster.run.data_tests import reference_table, row_text
 from assetlake_dagster.spark.session import local_checkpoint
 from assetlake_dagster.spec import PARTITION_COLUMN, SAMPLE_SIZE, DataTestKind, DataTestSpec, TableUri, TestOutcome, WriteStrategy
 from assetlake_dagster.writes import CommitStamp, WriteResult, WriteTarget, strategy_for
@@ -76,7 +75,7 @@ def split_rows(
     tests: Sequence[DataTestSpec],
     rows: DataFrame,
     partitions: Sequence[str] = (),
-    elsewhere: Mapping[TableUri, tuple[str, int]] = {},
+    elsewhere: Mapping[TableUri, Any] = {},
 ) -> Split:
     """Mark each row with the quarantining ``tests`` it fails, in one pass, staged once.
 
@@ -96,11 +95,10 @@ def split_rows(
         elif test.kind is DataTestKind.ACCEPTED_VALUES:
             marked = marked.withColumn(flag, column.isNotNull() & ~column.cast("string").isin(list(test.values)))
         elif test.kind is DataTestKind.RELATIONSHIPS:
-            ref_path, ref_version = elsewhere.get(test.ref_uri) or (lake.table_path(test.ref_uri), None)
-            if ref_version is None and not is_delta_table(spark, ref_path):
+            ref = reference_table(spark, lake, test.ref_uri, elsewhere)
+            if ref is None:
                 marked = marked.withColumn(flag, column.isNotNull())  # nothing can match yet
                 continue
-            ref = read(spark, ref_path, ref_version)
             ref = ref.select(ref[test.ref_column].alias(_REF)).distinct()
             joined = marked.join(ref, marked[test.columns[0]] == ref[_REF], "left")
             marked = joined.withColumn(flag, joined[test.columns[0]].isNotNull() & joined[_REF].isNull()).drop(_REF)

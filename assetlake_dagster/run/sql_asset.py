@@ -8,6 +8,7 @@ definitions.
 """
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import dagster as dg
@@ -58,22 +59,88 @@ def run_sql_asset(
     the run (recorded, so that the next run can tell whether anything changed);
     ``changes_since``: the last run's, when this one may read only what changed since
     (:mod:`~assetlake_dagster.run.change_feed`)."""
-    lake, prod = resource.lake, resource.defer_lake
+    lake = resource.lake
     if spec.materialize.strategy is WriteStrategy.VIEW:
         yield _run_view(context, spark, lake, spec, views, upstream_keys)
         return
     # A naive timestamp argument is a wall time in the session's zone, as in a SQL unit test
     # (sql_test_run), not in this machine's: the SQL, its setup and its data tests bind these.
     args = in_session_zone(spark, args)
+    prepared = prepare_run(context, spark, resource, spec, upstream_keys, views)
+    if not managed:
+        yield _run_manual(context, spark, lake, prepared.spec, args, prepared.upstream_versions, prepared.slices)
+        return
+    tests = selected_tests(context, spec, asset_spec.key)
+    if asset_spec.key not in context.selected_asset_keys:
+        yield from _run_checks_alone(context, spark, lake, prepared, asset_spec.key, tests, args)
+        return
+    staged = stage_rows(context, spark, lake, prepared, tests, args, inputs, changes_since, asset_spec.key)
+    if staged.failure is not None:
+        # Nothing is written: the results judge the table as it stays.
+        yield from check_events(context, asset_spec.key, staged.outcomes)
+        refuse_run_retries(context.instance, context.run.run_id)
+        raise staged.failure
+    yield from publish_rows(context, spark, resource, prepared, staged, asset_spec.key, output_name, inputs, upstream_keys)
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A SQL asset's run once its upstreams are resolvable, before it reads anything.
+
+    Attributes:
+        spec: the file as the run reads it: tables from the prod lake or staged by the
+            file's publish group stand in for those it names.
+        written: the file as written (its lineage is the file's, whatever the run reads).
+        upstream_versions: each upstream's Delta version, as resolved.
+        deferred: the upstreams read from the prod lake (:mod:`~assetlake_dagster.run.defer`).
+        prod_reads: those of them read as their own table, by name: ``(path, version)``.
+        slices: the run's partition slices (none for a whole-table asset).
+        staged: the upstreams its publish group staged, by their names in the session.
+    """
+
+    spec: SqlAssetSpec
+    written: SqlAssetSpec
+    upstream_versions: dict[str, Optional[int]]
+    deferred: Mapping[TableUri, Any]
+    prod_reads: Mapping[TableUri, tuple[str, int]]
+    slices: list
+    staged: Mapping[TableUri, str] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> list[str]:
+        return [s.key for s in self.slices]
+
+    @property
+    def test_reads(self) -> dict[TableUri, Any]:
+        """The tables a ``relationships`` test reads from elsewhere than this lake's tables."""
+        return {**self.prod_reads, **self.staged}
+
+
+def prepare_run(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    resource: SparkDeltaResource,
+    spec: SqlAssetSpec,
+    upstream_keys: Mapping[TableUri, dg.AssetKey],
+    views: Mapping[TableUri, SqlAssetSpec] = {},
+    staged: Mapping[TableUri, str] = {},
+) -> PreparedRun:
+    """Resolve ``spec``'s upstreams in ``spark`` and log what the run reads. ``staged``: the
+    upstreams a publish group staged (their SQL names in the session), read instead of
+    their tables (:mod:`~assetlake_dagster.run.publish_group`)."""
+    lake, prod = resource.lake, resource.defer_lake
     # A dev lake's missing upstreams are read from prod, pinned for the run (run/defer.py).
-    deferred = deferred_inputs(spark, lake, prod, sql_asset_reads(spec), (context.instance, context.run.run_id))
+    reads = [uri for uri in sql_asset_reads(spec) if uri not in staged]
+    deferred = deferred_inputs(spark, lake, prod, reads, (context.instance, context.run.run_id))
     upstream_versions = resolve_upstreams(
-        spark, lake, spec, elsewhere=deferred, external=_external_upstreams(context, spec, upstream_keys), views=views
+        spark, lake, spec, elsewhere={*deferred, *staged}, external=_external_upstreams(context, spec, upstream_keys),
+        views=views,
     )
     prod_reads = {d.uri: (d.path, d.version) for d in deferred.values() if d.uri == d.table}
-    written = spec  # lineage is the file's, whatever the run reads
+    written = spec
+    if deferred or staged:
+        spec = with_tables_replaced(spec, {**{uri: d.sql for uri, d in deferred.items()}, **staged})
     if deferred:
-        spec = with_tables_replaced(spec, {uri: d.sql for uri, d in deferred.items()})
         shown = ", ".join(f"{d.uri} (version {d.version})" for d in deferred.values())
         context.log.info(f"read from the prod lake {prod.root}: {shown}")
     context.log.info(f"running {display_path(spec.path)} -> {spec.uri}")
@@ -81,27 +148,69 @@ def run_sql_asset(
     if slices:
         keys = ", ".join(s.key for s in slices[:3]) + (f" … ({len(slices)} partitions)" if len(slices) > 3 else "")
         context.log.info(f"partitions: {keys}")
-    if not managed:
-        yield _run_manual(context, spark, lake, spec, args, upstream_versions, slices)
-        return
-    tests = selected_tests(context, spec, asset_spec.key)
-    partitions = [s.key for s in slices]
-    if asset_spec.key not in context.selected_asset_keys:
-        # Checks run on their own: test the committed table, write nothing.
-        write = strategy_for(spec.materialize.strategy)
-        scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, partitions))
-        if scope is None:
-            raise AssetlakeError(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
-        outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
-        if blocking_failures(outcomes):
-            # Dagster fails the step for a failed blocking check; retrying cannot help.
-            refuse_run_retries(context.instance, context.run.run_id)
-        yield from check_events(context, asset_spec.key, outcomes)
-        return
+    return PreparedRun(spec, written, upstream_versions, deferred, prod_reads, slices, dict(staged))
+
+
+def _run_checks_alone(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    prepared: PreparedRun,
+    key: dg.AssetKey,
+    tests: list,
+    args: Mapping[str, Any],
+) -> Iterator[Any]:
+    """Checks run on their own: test the committed table, write nothing."""
+    spec = prepared.spec
+    write = strategy_for(spec.materialize.strategy)
+    scope, scope_text = write.committed_scope(spark, _audit_target(spec, lake, prepared.partitions))
+    if scope is None:
+        raise AssetlakeError(f"{spec.uri} has no Delta table yet; materialize it first.", allow_retries=False)
+    outcomes = evaluate_run(spark, lake, tests, scope, scope_text, args, prepared.slices, elsewhere=prepared.prod_reads)
+    if blocking_failures(outcomes):
+        # Dagster fails the step for a failed blocking check; retrying cannot help.
+        refuse_run_retries(context.instance, context.run.run_id)
+    yield from check_events(context, key, outcomes)
+
+
+@dataclass
+class StagedRows:
+    """A run's rows, read and audited, not yet written.
+
+    Attributes:
+        rows: what the write will commit (the quarantined rows taken out).
+        outcomes: the data tests' results on them (quarantining tests' first).
+        read: how the rows were read, when only changes or new rows were.
+        split: the rows a quarantining test sent aside, if any test quarantines.
+        failure: the run's failure when a blocking test failed (then nothing may be written).
+        target: the write about to be made (for the tests' scopes; never written).
+    """
+
+    rows: Any
+    outcomes: list
+    read: Optional[ChangeRead]
+    split: Optional[Any]
+    failure: Optional[dg.Failure]
+    target: WriteTarget
+
+
+def stage_rows(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    lake: Any,
+    prepared: PreparedRun,
+    tests: list,
+    args: Mapping[str, Any],
+    inputs: Optional[RunInputs],
+    changes_since: Optional[RunInputs],
+    key: dg.AssetKey,
+) -> StagedRows:
+    """Read the run's rows and audit them with ``tests``; nothing is written."""
+    spec, slices = prepared.spec, prepared.slices
     if spec.materialize.new_rows:
-        read = _new_rows(context, spark, lake, spec, args, asset_spec.key, deferred)
+        read = _new_rows(context, spark, lake, spec, args, key, prepared.deferred)
     else:
-        read = None if slices else _changed_rows(context, spark, lake, spec, args, inputs, changes_since, deferred)
+        read = None if slices else _changed_rows(context, spark, lake, spec, args, inputs, changes_since, prepared.deferred)
     if read is not None:
         df = read.rows
     else:
@@ -111,41 +220,59 @@ def run_sql_asset(
     quarantining = [t for t in tests if t.quarantine]
     if quarantining:
         # The rows a quarantining test fails go aside; the other tests audit the rest.
-        split = split_rows(spark, lake, quarantining, df, partitions, elsewhere=prod_reads)
+        split = split_rows(spark, lake, quarantining, df, prepared.partitions, elsewhere=prepared.test_reads)
         df, tests = split.kept, [t for t in tests if not t.quarantine]
         outcomes = list(split.outcomes)
+    target = _audit_target(spec, lake, prepared.partitions)
+    failure = None
     if tests:
         # Audit before publish: the tests see exactly the rows the write will commit
         # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
         df = local_checkpoint(df)
-        target = _audit_target(spec, lake, partitions)
         scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
-        outcomes += evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prod_reads)
+        outcomes += evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prepared.test_reads)
         for outcome in outcomes:
             if not outcome.passed and not outcome.test.quarantine:
                 context.log.warning(outcome.message(str(spec.uri)))
         if blocking_failures(outcomes):
-            # Nothing is written: the results judge the table as it stays.
-            yield from check_events(context, asset_spec.key, outcomes)
-            refuse_run_retries(context.instance, context.run.run_id)
-            raise audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+            failure = audit_failure(outcomes, str(spec.uri), current_version(spark, target.path))
+    return StagedRows(df, outcomes, read, split, failure, target)
+
+
+def publish_rows(
+    context: dg.AssetExecutionContext,
+    spark: Any,
+    resource: SparkDeltaResource,
+    prepared: PreparedRun,
+    staged: StagedRows,
+    key: dg.AssetKey,
+    output_name: str,
+    inputs: Optional[RunInputs],
+    upstream_keys: Mapping[TableUri, dg.AssetKey],
+    upstream_versions: Optional[Mapping[str, Optional[int]]] = None,
+) -> Iterator[Any]:
+    """Write the quarantined rows aside, then hand the rows to the IO manager (which commits
+    them), then report the tests' results. ``upstream_versions``: the versions read, when
+    they are not :attr:`PreparedRun.upstream_versions` (a group member read a staged table)."""
+    lake, prod, spec, split, read = resource.lake, resource.defer_lake, prepared.spec, staged.split, staged.read
     if split is not None and split.count:
         # Written before the rows are published: a run whose quarantine write fails publishes nothing.
         run = context.run
+        partitions = prepared.partitions
         aside = write_aside(spark, lake, spec.uri, split.aside, run.run_id, run.root_run_id or run.run_id, partitions)
         context.log.warning(
             f"{spec.uri}: {split.count} row(s) failed a quarantining test and went to "
             f"{quarantine_uri(spec.uri).sql_name} (Delta version {aside.version}); the rest are published"
         )
     output = dg.Output(
-        df,
+        staged.rows,
         output_name=output_name,
         metadata={
-            UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(upstream_versions),
+            UPSTREAM_VERSIONS_KEY: dg.MetadataValue.json(dict(upstream_versions or prepared.upstream_versions)),
             **inputs_metadata(inputs),
             **({READ_KEY: dg.MetadataValue.json(dict(read.metadata))} if read is not None else {}),
-            **(deferred_metadata(prod, deferred) if deferred else {}),
-            **column_lineage_metadata(spark, written, upstream_keys),
+            **(deferred_metadata(prod, prepared.deferred) if prepared.deferred else {}),
+            **column_lineage_metadata(spark, prepared.written, upstream_keys),
         },
     )
     # The tests ran on the staged rows, before the commit; their results are reported
@@ -154,7 +281,7 @@ def run_sql_asset(
     # before the write that was the previous one, or none: "Target materialization –").
     # A partition's check status also shows only while it targets its latest one.
     yield output
-    yield from check_events(context, asset_spec.key, outcomes)
+    yield from check_events(context, key, staged.outcomes)
 
 
 def _changed_rows(

@@ -65,6 +65,7 @@ from assetlake_dagster.spec.model import (
     LAYOUT_METADATA_KEY as LAYOUT_METADATA_KEY,
     MAX_CLUSTER_COLUMNS as MAX_CLUSTER_COLUMNS,
     UPSTREAM_VERSIONS_KEY as UPSTREAM_VERSIONS_KEY,
+    PUBLISH_GROUP_KEY as PUBLISH_GROUP_KEY,
     SqlAssetSpec as SqlAssetSpec,
 )
 from assetlake_dagster.spec.outcomes import (

@@ -528,6 +528,9 @@ class ColumnSpec:
 
 #: Materialization metadata: the Delta version of each upstream table a SQL asset's run read.
 UPSTREAM_VERSIONS_KEY = "assetlake/upstream_versions"
+#: Asset metadata of a ``-- publish_with`` member: its group's name (the IO manager's write
+#: of it is one of the group's commits).
+PUBLISH_GROUP_KEY = "assetlake/publish_group"
 #: Asset metadata key of a table's declared layout (:class:`LayoutSpec`), read by the IO manager.
 LAYOUT_METADATA_KEY = "assetlake/layout"
 #: Delta clusters a table by at most this many columns.

@@ -104,3 +104,10 @@ def test_a_member_cannot_read_a_history_member_or_read_one_by_new_rows():
         "/p/b.sql:2:4: 'append new_rows' reads delta://m/a's new commits, which its publish group 'g' has not made yet. "
         "Remove 'new_rows' (the member then reads the staged table), or publish it outside the group."
     ]
+
+
+def test_a_member_takes_no_argument():
+    assert project_problems({"a.sql": A + "-- $day (date) = 2024-01-01\n\nSELECT :day AS d\n", "b.sql": B + "\nSELECT 1 AS id\n"}) == [
+        "/p/a.sql:3:4: '$day' cannot be given to a member of publish group 'g': the group runs as one step, which "
+        "takes no file's run config. Write the value into the SQL, or publish this file outside the group."
+    ]
