@@ -7,6 +7,7 @@ Subcommands are registered in :func:`_build_parser` (arguments) and :data:`COMMA
     assetlake plan pipelines/customers.sql [--partition 2024-01-01]
     assetlake backfill staging/orders --from 2024-01-01 --to 2024-03-01 [--missing] [--arg min_amount=10]
     assetlake restore delta://staging/orders --version 3
+    assetlake published daily_sales [--publish N]
     assetlake check analytics/customers [--partition K]
     assetlake engine start|status|stop [--lake-root DIR] [--jdbc [PORT]]
     assetlake jdbc [--port 10000]
@@ -203,6 +204,29 @@ def _restore(args: argparse.Namespace) -> int:
         print(err, file=sys.stderr)
         return 1
     print(f"{uri} restored to its version {args.version} as new version {version}")
+    return 0
+
+
+def _published(args: argparse.Namespace) -> int:
+    from assetlake_dagster.defs.resources import SparkDeltaResource
+    from assetlake_dagster.lake.publish_log import find_publish, publishes
+    from assetlake_dagster.spec import TableUri
+
+    resource = SparkDeltaResource(lake_root=args.lake_root)
+    spark = resource.get_session()
+    try:
+        publish = find_publish(spark, resource.lake, args.group, args.publish)
+    except AssetlakeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    count = len(publishes(spark, resource.lake, args.group))
+    print(
+        f"publish group '{args.group}': publish {publish.number} of {count}, run {publish.run_id}, "
+        f"published {publish.published_at:%Y-%m-%d %H:%M:%S}"
+    )
+    for name, version in publish.versions.items():
+        table = TableUri.parse(name)
+        print(f"  {name}  version {version}  SELECT * FROM {table.sql_name} VERSION AS OF {version}")
     return 0
 
 
@@ -487,6 +511,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "diff": _diff,
     "backfill": _backfill,
     "restore": _restore,
+    "published": _published,
     "optimize": _optimize,
     "vacuum": _vacuum,
     "check": _check,
@@ -587,6 +612,15 @@ def _build_parser() -> argparse.ArgumentParser:
     restore.add_argument("table", metavar="TABLE", help="delta://<schema>/<table>")
     restore.add_argument("--version", type=int, required=True, help="the Delta version to restore")
     restore.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
+    published = commands.add_parser(
+        "published",
+        help="show a publish group's tables as one of its publishes left them, to read them as a consistent set",
+        description="Print the tables of a -- publish_with group's publish (default: its latest) and the Delta "
+        "version each was left at, with the SQL that reads it as of that version. Publishes are numbered from 1.",
+    )
+    published.add_argument("group", metavar="GROUP", help="the group's name, as on its '-- publish_with' lines")
+    published.add_argument("--publish", type=int, default=None, metavar="N", help="the publish to show (default: the latest)")
+    published.add_argument("--lake-root", default=None, help="the lake root (default: $ASSETLAKE_LAKE_ROOT or .assetlake/lake)")
     optimize = commands.add_parser(
         "optimize",
         help="compact a table's small files (and cluster it by its cluster_by columns); changes no rows",

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 #: Where the log lives in the lake (a folder of its own beside the schemas).
 PUBLISH_LOG = TableUri("_assetlake", "publish_log")
-_SCHEMA = "group STRING, run_id STRING, published_at TIMESTAMP, versions MAP<STRING, BIGINT>"
+#: ``tables``: in the order the group committed them.
+_SCHEMA = "group STRING, run_id STRING, published_at TIMESTAMP, tables ARRAY<STRUCT<table: STRING, version: BIGINT>>"
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Publish:
         number: the publish's number in its group (from 1).
         run_id: the Dagster run that published it.
         published_at: when its last table had committed (UTC).
-        versions: each table (``delta://schema/table``) and the version it was left at.
+        versions: each table (``delta://schema/table``) and the version it was left at, in
+            the order they were committed.
     """
 
     group: str
@@ -65,7 +67,8 @@ def record_publish(
         >>> record_publish(spark, lake, "daily_sales", run_id, {TableUri("mart", "orders"): 12})  # doctest: +SKIP
         3
     """
-    row = (group, run_id, dt.datetime.now(dt.timezone.utc), {str(uri): v for uri, v in versions.items() if v is not None})
+    tables = [(str(uri), v) for uri, v in versions.items() if v is not None]
+    row = (group, run_id, dt.datetime.now(dt.timezone.utc), tables)
     (
         spark.createDataFrame([row], _SCHEMA)
         .write.format("delta")
@@ -88,7 +91,7 @@ def publishes(spark: "SparkSession", lake: Lake, group: str) -> list[Publish]:
     rows = read(spark, path).where(F.col("group") == F.lit(group)).collect()  # the name is a value, not SQL
     rows.sort(key=lambda r: (r["published_at"], r["run_id"]))
     return [
-        Publish(group, number, r["run_id"], r["published_at"], dict(r["versions"] or {}))
+        Publish(group, number, r["run_id"], r["published_at"], {t["table"]: t["version"] for t in r["tables"] or ()})
         for number, r in enumerate(rows, start=1)
     ]
 

@@ -11,6 +11,7 @@ from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.lake.publish_log import find_publish, published_tables
 from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.run.publish_group import PUBLISHED_TAG_PREFIX
+from assetlake_dagster_tests.helpers import run_cli
 
 SOURCE = "-- materialize delta://raw/orders_src\n\nSELECT * FROM VALUES {rows} AS t(id, customer, amount)\n"
 ORDERS = "-- materialize delta://mart/orders key=id\n-- publish_with sales\n\nSELECT id, customer, amount FROM raw.orders_src\n"
@@ -59,7 +60,7 @@ def instance():
         yield instance
 
 
-def test_a_group_stages_audits_and_commits_together(spark, lake_root, tmp_path, instance):
+def test_a_group_stages_audits_and_commits_together(spark, lake_root, tmp_path, instance, capsys):
     folder = tmp_path / "project"
     write_project(folder, "(1, 'a', 10), (2, 'b', 5)")
     defs = build_definitions(str(folder), lake_root=lake_root)
@@ -113,6 +114,17 @@ def test_a_group_stages_audits_and_commits_together(spark, lake_root, tmp_path, 
     latest = published_tables(spark, Lake(lake_root), "sales")
     assert sorted(tuple(r) for r in latest["delta://mart/top"].collect()) == [("a", 10, 10), ("b", 5, 5), ("c", 1, 1)]
 
+    code, out, _ = run_cli(capsys, "published", "sales", "--publish", "1", "--lake-root", lake_root)
+    assert code == 0
+    assert out.splitlines()[0].startswith(f"publish group 'sales': publish 1 of 2, run {first.run_id}, ")
+    assert out.splitlines()[1:] == [
+        "  delta://mart/orders  version 0  SELECT * FROM mart.orders VERSION AS OF 0",
+        "  delta://mart/totals  version 0  SELECT * FROM mart.totals VERSION AS OF 0",
+        "  delta://mart/top  version 0  SELECT * FROM mart.top VERSION AS OF 0",
+    ]
+    code, _, err = run_cli(capsys, "published", "sales", "--publish", "3", "--lake-root", lake_root)
+    assert code == 1 and "publish group 'sales' has publishes 1..2; there is no publish 3." in err
+
     # Nothing changed: every member is skipped, nothing is staged or committed or logged.
     before = versions(spark, lake_root)
     again = run(folder, lake_root, instance, keys=GROUP_KEYS)
@@ -127,3 +139,27 @@ def test_publish_log_names_an_unknown_publish(spark, lake_root):
 
     with pytest.raises(ConfigError, match="publish group 'nope' has no publish in the lake"):
         find_publish(spark, Lake(lake_root), "nope")
+
+
+DAILY = "-- partitioned daily start=2024-01-01 end=2024-01-04\n-- publish_with days\n"
+
+
+def test_a_partitioned_group_reads_the_staged_slice_with_the_committed_others(spark, lake_root, tmp_path, instance):
+    folder = tmp_path / "daily"
+    folder.mkdir()
+    (folder / "src.sql").write_text(
+        "-- materialize delta://raw/events\n\nSELECT * FROM VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-02'), "
+        "(3, DATE'2024-01-02') AS t(id, day)\n"
+    )
+    (folder / "a.sql").write_text("-- materialize delta://mart/a\n" + DAILY + "\nSELECT id, day FROM raw.events WHERE day = {partition}\n")
+    # Each slice of b counts all of a: the slices a committed before and the one staged now.
+    (folder / "b.sql").write_text("-- materialize delta://mart/b\n" + DAILY + "\nSELECT count(*) AS rows_in_a FROM mart.a\n")
+    defs = build_definitions(str(folder), lake_root=lake_root)
+    job = defs.resolve_implicit_global_asset_job_def()
+    assert job.execute_in_process(instance=instance, asset_selection=[dg.AssetKey(["raw", "events"])]).success
+    group = [dg.AssetKey(["mart", "a"]), dg.AssetKey(["mart", "b"])]
+    for day in ("2024-01-01", "2024-01-02"):
+        assert job.execute_in_process(instance=instance, asset_selection=group, partition_key=day).success
+    counts = spark.read.format("delta").load(f"{lake_root}/mart/b").orderBy("_partition").collect()
+    assert [(r["_partition"], r["rows_in_a"]) for r in counts] == [("2024-01-01", 1), ("2024-01-02", 3)]
+    assert find_publish(spark, Lake(lake_root), "days").number == 2
