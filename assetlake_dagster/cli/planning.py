@@ -32,6 +32,11 @@ def render_plan(spec: SqlAssetSpec, lake: Lake, partition: Optional[str] = None)
         f"strategy    {write.describe(spec.materialize) if write else strategy.value}",
         "upstreams   " + (", ".join(str(u.uri) for u in spec.upstreams) or "none"),
     ]
+    if spec.publish_with is not None:
+        lines.append(
+            f"publish     with group '{spec.publish_with.name}': staged and audited with the group's other tables, "
+            "committed only if every one passes, in dependency order (a failed commit restores the earlier ones)"
+        )
     if spec.partitions is not None:
         lines.append(f"partitions  {_describe_partitions(spec)}")
         if partition is None:

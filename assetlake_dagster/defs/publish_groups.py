@@ -27,6 +27,9 @@ from assetlake_dagster.lake.root import Lake
 from assetlake_dagster.spark.engine import engine_lost_failure
 from assetlake_dagster.spec import PUBLISH_GROUP_KEY, SqlAssetSpec, TableUri
 
+#: The asset tag naming a member's publish group.
+PUBLISH_GROUP_TAG = "publish_group"
+
 
 def build_publish_group(
     group: str,
@@ -46,7 +49,13 @@ def build_publish_group(
         {AssetKey(['mart', 'orders']), AssetKey(['mart', 'order_totals'])}
     """
     asset_specs = [sql_asset_spec(spec, translator, lake) for spec in members]
-    asset_specs = [with_metadata(a, {**a.metadata, PUBLISH_GROUP_KEY: group}) for a in asset_specs]
+    # Tagged with the group, so ``--select tag:publish_group=<group>`` names all of it.
+    asset_specs = [
+        with_metadata(a, {**a.metadata, PUBLISH_GROUP_KEY: group}).replace_attributes(
+            tags={**a.tags, PUBLISH_GROUP_TAG: group}
+        )
+        for a in asset_specs
+    ]
     upstream_keys = [upstream_asset_keys(spec, translator) for spec in members]
     checks = [c for spec, a in zip(members, asset_specs) for c in check_specs(spec, a.key, a.partitions_def)]
     partitions = members[0].partitions  # alike in every member (project/dag.py)

@@ -710,3 +710,21 @@ def test_the_dagster_internals_the_sensor_uses():
         "2024-01-20",
         "2024-01-21",
     ]
+
+
+def test_a_reader_in_a_publish_group_is_requested_with_its_whole_group(tmp_path):
+    files = {
+        "total.sql": "-- materialize delta://analytics/order_total\n-- publish_with totals\n\n"
+        "SELECT sum(amount) AS total FROM landing.orders\n",
+        "summary.sql": "-- materialize delta://analytics/summary\n-- publish_with totals\n\n"
+        "SELECT total FROM analytics.order_total\n",
+    }
+    watch = Watch(tmp_path, files)
+    write(watch.table(), "2024-01-01", partition_by=())
+    baseline = watch.tick()
+    write(watch.table(), "2024-01-05", partition_by=())
+
+    tick = watch.tick(baseline.cursor)
+
+    # summary does not read landing.orders; it is requested because its group runs whole.
+    assert tick.requests == {None: ["analytics/order_total", "analytics/summary"]}

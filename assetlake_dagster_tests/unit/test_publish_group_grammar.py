@@ -111,3 +111,14 @@ def test_a_member_takes_no_argument():
         "/p/a.sql:3:4: '$day' cannot be given to a member of publish group 'g': the group runs as one step, which "
         "takes no file's run config. Write the value into the SQL, or publish this file outside the group."
     ]
+
+
+def test_the_plan_says_the_table_is_published_with_its_group():
+    from assetlake_dagster.cli.planning import render_plan
+    from assetlake_dagster.lake.root import Lake
+
+    spec, _ = parse_file("/p/a.sql", A + "\nSELECT 1 AS id\n")
+    assert (
+        "publish     with group 'g': staged and audited with the group's other tables, committed only if every one "
+        "passes, in dependency order (a failed commit restores the earlier ones)"
+    ) in render_plan(spec, Lake("/lake")).splitlines()

@@ -137,6 +137,8 @@ class _Reader:
     partitions_def: Optional[dg.PartitionsDefinition]
     #: The ``window=`` mapping's offsets: partition P reads upstream P+start .. P+end.
     offsets: tuple[int, int] = (0, 0)
+    #: The assets a run of it runs as well (a publish group's), itself included; empty: none.
+    runs_with: tuple[dg.AssetKey, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def build_watch_sensor(
         name=name,
         minimum_interval_seconds=interval,
         default_status=default_status,
-        asset_selection=dg.AssetSelection.assets(*reader_keys),
+        asset_selection=dg.AssetSelection.assets(*reader_keys).required_multi_asset_neighbors(),
         description=(
             "Reads the Delta log of the external tables "
             + ", ".join(str(t.uri) for t in watched)
@@ -217,6 +219,13 @@ def _watched_tables(
         specs = [*_default_sql_specs(project, keys_by_table), *_runnable_specs(project.python_assets)]
     else:
         specs = _runnable_specs(assets)
+    # A publish group's assets run together: a request for one names them all.
+    together = {
+        key: tuple(sorted(asset.keys, key=lambda k: k.to_user_string()))
+        for asset in assets or ()
+        if isinstance(asset, dg.AssetsDefinition) and not asset.can_subset and len(asset.keys) > 1
+        for key in asset.keys
+    }
     external = {keys_by_table[uri]: uri for uri in project.external}
     names = {keys_by_table[spec.uri]: spec.uri.sql_name for spec in project.assets}
     readers: dict[TableUri, list[_Reader]] = {}
@@ -232,7 +241,9 @@ def _watched_tables(
                 else (0, 0)
             )
             name = names.get(spec.key, spec.key.to_user_string())
-            readers.setdefault(uri, []).append(_Reader(spec.key, name, spec.partitions_def, offsets))
+            readers.setdefault(uri, []).append(
+                _Reader(spec.key, name, spec.partitions_def, offsets, together.get(spec.key, ()))
+            )
     return [
         _Watched(uri, keys_by_table[uri], tuple(readers[uri])) for uri in project.external if readers.get(uri)
     ]
@@ -412,7 +423,7 @@ class _Tick:
 
     def _add(self, reader: _Reader, key: Optional[str], cause: str) -> None:
         group = self.groups.setdefault((reader.partitions_def, key), _Group())
-        group.readers.add(reader.key)
+        group.readers.update(reader.runs_with or (reader.key,))
         group.causes.add(cause)
 
     def _run_requests(self) -> list[dg.RunRequest]:
