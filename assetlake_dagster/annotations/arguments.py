@@ -8,7 +8,8 @@ a bad one is reported with its line. A ``timestamp`` without an offset
 
 import re
 
-from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word
+from assetlake_dagster.annotations.header import HeaderDraft, Word
+from assetlake_dagster.spec.names import IDENTIFIER_HINT
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import ArgumentSpec, ArgumentType, convert_value, is_identifier
 

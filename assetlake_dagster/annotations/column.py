@@ -18,7 +18,8 @@ this file, the source column exists) happen in :mod:`assetlake_dagster.project.l
 import dataclasses
 from typing import Optional
 
-from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, comma_items, parse_uri
+from assetlake_dagster.annotations.header import HeaderDraft, Word, comma_items, parse_uri
+from assetlake_dagster.spec.names import IDENTIFIER_HINT
 from assetlake_dagster.spec import ColumnSourceSpec, ColumnSpec, is_identifier
 
 LINEAGE_ARROW = "<-"

@@ -11,7 +11,8 @@ import dataclasses
 import unicodedata
 from typing import Optional
 
-from assetlake_dagster.annotations.header import IDENTIFIER_HINT, HeaderDraft, Word, parse_uri
+from assetlake_dagster.annotations.header import HeaderDraft, Word, parse_uri
+from assetlake_dagster.spec.names import IDENTIFIER_HINT
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import DataTestKind, DataTestSpec, is_identifier
 

@@ -24,8 +24,8 @@ from assetlake_dagster.spec import (
     UpstreamSpec,
     is_identifier,
 )
+from assetlake_dagster.spec.names import IDENTIFIER_HINT
 
-IDENTIFIER_HINT = "Use letters, digits and underscores, not starting with a digit."
 _WORD_RE = re.compile(r"\S+")
 # A word whose double-quoted parts may hold spaces (an unclosed quote runs to the line's end).
 _QUOTED_WORD_RE = re.compile(r'(?:[^\s"]|"[^"]*"?)+')

@@ -13,13 +13,13 @@ Each problem it finds is reported at the word it is about.
 from typing import Any, Optional
 
 from assetlake_dagster.annotations.header import (
-    IDENTIFIER_HINT,
     HeaderDraft,
     Word,
     option_name,
     parse_uri,
     split_quoted_words,
 )
+from assetlake_dagster.spec.names import IDENTIFIER_HINT
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import WriteStrategy, is_identifier
 from assetlake_dagster.spec.write_options import (

@@ -18,7 +18,8 @@ import re
 from typing import Callable, Optional
 
 from assetlake_dagster.annotations.fields import FieldLine, HeaderField, Item, Repeat
-from assetlake_dagster.annotations.header import IDENTIFIER_HINT, Word, comma_items
+from assetlake_dagster.annotations.header import Word, comma_items
+from assetlake_dagster.spec.names import IDENTIFIER_HINT
 from assetlake_dagster.errors import did_you_mean
 from assetlake_dagster.spec import MAX_CLUSTER_COLUMNS, ClusterColumn, interval_hours, is_identifier
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -111,8 +111,7 @@ def run_publish_group(
             refuse_run_retries(context.instance, run_id)
             raise group_audit_failure(group, [m.spec.uri for m, _ in failed], [rows.failure for _, rows in failed])
         with publishing(run_id, group) as commits:
-            for member, prepared, rows in staged:
-                spark = sessions[members.index(member)]
+            for spark, (member, prepared, rows) in zip(sessions, staged):
                 committed = {str(c.uri): c.version for c in commits if c.version is not None}
                 yield from publish_rows(
                     context, spark, resource, prepared, rows, member.key, member.output_name,
@@ -125,8 +124,17 @@ def run_publish_group(
         context.instance.add_run_tags(run_id, {PUBLISHED_TAG_PREFIX + group: f"publish {number}: {shown}"})
         context.log.info(f"publish group '{group}': publish {number}, {shown}")
     finally:
+        if sessions:
+            _drop_views(sessions[0], staged_views.values())
         for spark in sessions:
             resource.release_session(spark)
+
+
+def _drop_views(spark: "SparkSession", names: Iterable[str]) -> None:
+    """Drop the group's staged views (global: they would outlive the run's sessions)."""
+    for name in names:
+        with suppress(Exception):  # a lost engine took them with it
+            spark.catalog.dropGlobalTempView(name.rsplit(".", 1)[-1])
 
 
 def _stage_view(spark: "SparkSession", rows: StagedRows, run_id: str) -> str:

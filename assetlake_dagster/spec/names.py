@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: How to fix a name that is not an identifier (:data:`IDENTIFIER_RE`), wherever it is refused.
+IDENTIFIER_HINT = "Use letters, digits and underscores, not starting with a digit."
 URI_SCHEME = "delta://"
 #: Spark's name of its session catalog, where the lake's tables are registered: ``spark_catalog.s.t``
 #: is the lake's ``s.t``.

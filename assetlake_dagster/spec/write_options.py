@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Optional
 
 from assetlake_dagster.errors import SourceLocation, UsageError
 from assetlake_dagster.spec.model import MaterializeSpec, MergeOptions, WriteStrategy, write_contract
-from assetlake_dagster.spec.names import TableUri, is_identifier
+from assetlake_dagster.spec.names import IDENTIFIER_HINT, TableUri, is_identifier
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,6 @@ _MISPLACED_HINTS = {
 #: What ``late=`` takes: refuse a version earlier than its key's latest (the default), or insert it.
 LATE_VALUES = ("refuse", "insert")
 _KEY_HINT = "A match is found by the key, which never changes; name only non-key columns."
-_IDENTIFIER_HINT = "Use letters, digits and '_' only, not starting with a digit."
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def _column_problems(option: str, columns: Sequence[str], key: Sequence[str], hi
     keys = {k.lower() for k in key}
     for column in columns:
         if not is_identifier(column):
-            yield OptionProblem(option, f"{option} column '{column}' is not an allowed identifier.", _IDENTIFIER_HINT, column)
+            yield OptionProblem(option, f"{option} column '{column}' is not an allowed identifier.", IDENTIFIER_HINT, column)
         elif column.lower() in keys:
             yield OptionProblem(option, f"{option} column '{column}' is a key column.", hint, column)
 
@@ -135,7 +134,7 @@ def _key_problems(strategy: WriteStrategy, key: Sequence[str]) -> Iterator[Optio
         yield OptionProblem("key", f"'{strategy.value}' needs 'key=<c1,c2>'.", f"The key identifies {what}; add e.g. 'key=id'.")
     for column in key:
         if not is_identifier(column):
-            yield OptionProblem("key", f"key column '{column}' is not an allowed identifier.", _IDENTIFIER_HINT, column)
+            yield OptionProblem("key", f"key column '{column}' is not an allowed identifier.", IDENTIFIER_HINT, column)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ def test_a_group_stages_audits_and_commits_together(spark, lake_root, tmp_path, 
     assert rows(spark, lake_root, "totals") == [("a", 10, 1), ("b", 5, 1)]
     assert rows(spark, lake_root, "top") == [("a", 10, 10), ("b", 5, 5)]
     assert versions(spark, lake_root) == {"orders": 0, "totals": 0, "top": 0}
+    staged_views = [v.viewName for v in spark.sql("SHOW VIEWS IN global_temp").collect() if "staged" in v.viewName]
+    assert staged_views == []  # dropped with the run
     publish = find_publish(spark, Lake(lake_root), "sales")
     assert (publish.number, publish.run_id) == (1, first.run_id)
     assert publish.versions == {"delta://mart/orders": 0, "delta://mart/totals": 0, "delta://mart/top": 0}
