@@ -1,5 +1,6 @@
 """A SQL asset's AssetsDefinition, built directly from an OpDefinition (defs/assets.py), equals what
-Dagster's own ``@multi_asset`` builds from the same spec, deps, checks, config and policy.
+Dagster's own ``@multi_asset`` builds from the same spec, deps, checks, config and policy; so does
+a publish group's, of several assets (defs/publish_groups.py).
 
 Every project the suite loads is compared, asset by asset: op, inputs, outputs (types,
 required, metadata: the IO manager reads the write contract there), keys, specs, checks,
@@ -16,25 +17,29 @@ from assetlake_dagster.defs.build import build_definitions
 from assetlake_dagster.demo import DEMO_PROJECT_DIR
 from assetlake_dagster_tests.helpers import PROJECTS, load_script
 
-LOADABLE = ("arguments", "audited", "automation", "basic", "history", "partitioned", "pipeline", "retried")
+LOADABLE = ("arguments", "audited", "automation", "basic", "history", "partitioned", "pipeline", "published", "retried")
 
 
 def _reference(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """The same asset through ``@multi_asset``, as defs/assets.py built it before."""
-    (spec,) = assets_def.specs
-    (output_name,) = assets_def.keys_by_output_name
-    out = assets_def.op.output_def_named(output_name)
+    """The same asset through ``@multi_asset``, as defs/assets.py built it before (a publish
+    group's several assets with the deps between them as the op's internal deps)."""
+    specs = {spec.key: spec for spec in assets_def.specs}
+    outs, internal = {}, {}
+    for output_name, key in assets_def.keys_by_output_name.items():
+        out = assets_def.op.output_def_named(output_name)
+        outs[output_name] = dg.AssetOut.from_spec(
+            specs[key].replace_attributes(deps=[]), dagster_type=out.dagster_type, is_required=out.is_required
+        )
+        internal[output_name] = {dep.asset_key for dep in specs[key].deps}
+    deps = list({d.asset_key: d for spec in specs.values() for d in spec.deps if d.asset_key not in specs}.values())
     return dg.multi_asset(
         name=assets_def.op.name,
-        outs={
-            output_name: dg.AssetOut.from_spec(
-                spec.replace_attributes(deps=[]), dagster_type=out.dagster_type, is_required=out.is_required
-            )
-        },
-        deps=list(spec.deps),
+        outs=outs,
+        deps=deps,
+        internal_asset_deps=internal if len(specs) > 1 else None,
         required_resource_keys=set(assets_def.op.required_resource_keys),
         config_schema=_user_config(assets_def.op),
-        partitions_def=spec.partitions_def,
+        partitions_def=assets_def.partitions_def,
         backfill_policy=assets_def.backfill_policy,
         check_specs=list(assets_def.check_specs),
         can_subset=assets_def.can_subset,
@@ -65,7 +70,11 @@ def _shape(assets_def: dg.AssetsDefinition) -> dict:
         ],
         "keys_by_input_name": dict(assets_def.keys_by_input_name),
         "keys_by_output_name": dict(assets_def.keys_by_output_name),
-        "specs": list(assets_def.specs),
+        # In no particular order (a multi-asset lists its external deps before its internal ones).
+        "specs": sorted(
+            (s._replace(deps=sorted(s.deps, key=lambda d: d.asset_key.to_user_string())) for s in assets_def.specs),
+            key=lambda s: s.key.to_user_string(),
+        ),
         "checks": dict(assets_def.check_specs_by_output_name),
         "partitions_def": assets_def.partitions_def,
         "partition_mappings": {k: assets_def.get_partition_mapping(k) for k in assets_def.keys_by_input_name.values()},
@@ -85,15 +94,17 @@ def _projects(tmp_path):
 
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
 def test_each_sql_asset_equals_what_multi_asset_builds(tmp_path):
-    compared = 0
+    compared = groups = 0
     for project_dir in _projects(tmp_path):
         defs = build_definitions(project_dir, lake_root=str(tmp_path / "lake"))
         for assets_def in defs.assets:
-            if not isinstance(assets_def, dg.AssetsDefinition) or not assets_def.op.name.startswith("sql__"):
+            if not isinstance(assets_def, dg.AssetsDefinition) or not assets_def.op.name.startswith(("sql__", "publish__")):
                 continue  # external tables and Python assets are Dagster's own
             assert _shape(assets_def) == _shape(_reference(assets_def)), (project_dir, assets_def.op.name)
             compared += 1
+            groups += len(assets_def.keys) > 1
     assert compared >= 90  # every project's SQL files, not an empty loop
+    assert groups == 1  # projects/published: one publish group of three assets
 
 
 @pytest.mark.filterwarnings("ignore::dagster.BetaWarning")
