@@ -19,6 +19,7 @@ from assetlake_dagster.errors import (
     ConfigError as ConfigError,
     KeyViolationError as KeyViolationError,
     ProjectError as ProjectError,
+    PublishError as PublishError,
     UsageError as UsageError,
     WriteError as WriteError,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "ConfigError",
     "KeyViolationError",
     "ProjectError",
+    "PublishError",
     "UsageError",
     "WriteError",
 ]
