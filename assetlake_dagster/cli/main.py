@@ -209,19 +209,18 @@ def _restore(args: argparse.Namespace) -> int:
 
 def _published(args: argparse.Namespace) -> int:
     from assetlake_dagster.defs.resources import SparkDeltaResource
-    from assetlake_dagster.lake.publish_log import find_publish, publishes
+    from assetlake_dagster.lake.publish_log import pick_publish, publishes
     from assetlake_dagster.spec import TableUri
 
     resource = SparkDeltaResource(lake_root=args.lake_root)
-    spark = resource.get_session()
+    found = publishes(resource.get_session(), resource.lake, args.group)
     try:
-        publish = find_publish(spark, resource.lake, args.group, args.publish)
+        publish = pick_publish(found, args.group, resource.lake, args.publish)
     except AssetlakeError as err:
         print(err, file=sys.stderr)
         return 1
-    count = len(publishes(spark, resource.lake, args.group))
     print(
-        f"publish group '{args.group}': publish {publish.number} of {count}, run {publish.run_id}, "
+        f"publish group '{args.group}': publish {publish.number} of {len(found)}, run {publish.run_id}, "
         f"published {publish.published_at:%Y-%m-%d %H:%M:%S}"
     )
     for name, version in publish.versions.items():

@@ -179,8 +179,7 @@ def build_definitions(
     sql_assets = link_to_git(sql_assets, project_dir, git_url, git_branch)
     # Each file's asset key and the definition that holds it, in the files' order.
     definition_of = {key: asset for asset in sql_assets for key in asset.keys}
-    sql_keys = [translator.get_asset_key(spec) for spec in project.assets]
-    by_file = [(spec, key, definition_of[key]) for spec, key in zip(project.assets, sql_keys)]
+    by_file = [(spec, keys_by_table[spec.uri], definition_of[keys_by_table[spec.uri]]) for spec in project.assets]
 
     readers: dict = {}
     for spec in project.assets:

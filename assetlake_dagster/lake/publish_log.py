@@ -102,7 +102,15 @@ def find_publish(spark: "SparkSession", lake: Lake, group: str, number: Optional
     Raises:
         ConfigError: the group has no such publish.
     """
-    found = publishes(spark, lake, group)
+    return pick_publish(publishes(spark, lake, group), group, lake, number)
+
+
+def pick_publish(found: list[Publish], group: str, lake: Lake, number: Optional[int] = None) -> Publish:
+    """Publish ``number`` (default: the latest) of ``found``, the publishes of ``group``.
+
+    Raises:
+        ConfigError: the group has no such publish.
+    """
     if not found:
         raise ConfigError(
             f"publish group '{group}' has no publish in the lake at {lake.root}. Materialize the group's "

@@ -169,7 +169,8 @@ def write_output(spark: SparkDeltaResource, context: dg.OutputContext, obj: Any)
         # A SQL file's output says what it read; its unchanged runs never get here.
         compare_content=UPSTREAM_VERSIONS_KEY not in (context.output_metadata or {}),
     )
-    group = _metadata_value((context.definition_metadata or {}).get(PUBLISH_GROUP_KEY))
+    group = (context.definition_metadata or {}).get(PUBLISH_GROUP_KEY)
+    group = getattr(group, "value", group)
     if group is None:
         _write(spark, context, session, df, uri, target, layout, comments)
         return
@@ -181,10 +182,6 @@ def write_output(spark: SparkDeltaResource, context: dg.OutputContext, obj: Any)
     with member_commit(session, context.run_id, str(group), uri, target.path) as commit:
         result = _write(spark, context, session, df, uri, target, layout, comments)
         commit.version = result.version if result.committed else None
-
-
-def _metadata_value(value: Any) -> Any:
-    return getattr(value, "value", value)
 
 
 def _write(

@@ -27,7 +27,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import dagster as dg
@@ -97,10 +97,11 @@ def run_publish_group(
             reads = {u.uri: staged_views[u.uri] for u in member.spec.upstreams if u.uri in staged_views}
             prepared = prepare_run(context, spark, resource, member.spec, member.upstream_keys, views, staged=reads)
             tests = selected_tests(context, member.spec, member.key)
-            # Always read in full: a member's change feed would be read before its upstream's commit.
-            rows = stage_rows(context, spark, resource.lake, prepared, tests, args, inputs[member.key], None, member.key)
-            # Fixed now: a member's rows must not be read again after another member commits.
-            rows = dataclasses.replace(rows, rows=local_checkpoint(rows.rows))
+            # Read in full (a member's change feed would be read before its upstream's commit), and
+            # fixed: a member's rows must not be read again after another member commits.
+            rows = stage_rows(
+                context, spark, resource.lake, prepared, tests, args, inputs[member.key], None, member.key, fixed=True
+            )
             staged.append((member, prepared, rows))
             if member.spec.uri in read_by_others:
                 staged_views[member.spec.uri] = _stage_view(spark, rows, run_id)
@@ -140,7 +141,9 @@ def _drop_views(spark: "SparkSession", names: Iterable[str]) -> None:
 def _stage_view(spark: "SparkSession", rows: StagedRows, run_id: str) -> str:
     """A global temporary view of the member's table as its write will leave it, for the
     members that read it (each in a session of its own); its SQL name."""
-    after = local_checkpoint(table_after_write(spark, rows))
+    after = table_after_write(spark, rows)
+    if after is not rows.rows:  # it reads the committed table, which the group's commits change
+        after = local_checkpoint(after)
     name = f"_assetlake_staged_{run_id.replace('-', '')[:12]}_{uuid.uuid4().hex[:8]}"
     after.createOrReplaceGlobalTempView(name)
     database = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
@@ -207,25 +210,21 @@ class GroupCommit:
     version: Optional[int] = None
 
 
-@dataclass
-class _Publish:
-    commits: list[GroupCommit] = field(default_factory=list)
-
-
-#: The publishes in flight in this process, by (run, group): the group's compute and the IO
-#: manager's writes of its outputs run in the same process, one after the other.
-_IN_FLIGHT: dict[tuple[str, str], _Publish] = {}
+#: The publishes in flight in this process, by (run, group): the commits made so far. The
+#: group's compute and the IO manager's writes of its outputs run in the same process, one
+#: after the other.
+_IN_FLIGHT: dict[tuple[str, str], list[GroupCommit]] = {}
 _LOCK = threading.Lock()
 
 
 @contextmanager
 def publishing(run_id: str, group: str) -> Iterator[list[GroupCommit]]:
     """While the group's outputs are written: the commits made so far, in order."""
-    publish = _Publish()
+    commits: list[GroupCommit] = []
     with _LOCK:
-        _IN_FLIGHT[(run_id, group)] = publish
+        _IN_FLIGHT[(run_id, group)] = commits
     try:
-        yield publish.commits
+        yield commits
     finally:
         with _LOCK:
             _IN_FLIGHT.pop((run_id, group), None)
@@ -239,7 +238,7 @@ def member_commit(
     fails, restore the members this publish committed (this one too, if it committed) and
     fail the run saying so. Set ``version`` on the yielded commit once the write committed."""
     with _LOCK:
-        publish = _IN_FLIGHT.get((run_id, group))
+        commits = _IN_FLIGHT.get((run_id, group))
     commit = GroupCommit(uri, path, prior=current_version(spark, path))
     try:
         yield commit
@@ -247,15 +246,15 @@ def member_commit(
         if commit.version is None:
             latest = current_version(spark, path)
             commit.version = latest if latest != commit.prior else None
-        earlier = list(publish.commits) if publish is not None else []
+        earlier = list(commits) if commits is not None else []
         undone = roll_back(spark, [*earlier, commit])
         raise PublishError(
             f"publish group '{group}': the commit of {uri} failed ({type(exc).__name__}: {exc}). "
             + (" ".join(undone) if undone else "No table of the group had been committed."),
             allow_retries=False,
         ) from exc
-    if publish is not None:
-        publish.commits.append(commit)
+    if commits is not None:
+        commits.append(commit)
 
 
 def roll_back(spark: "SparkSession", commits: Sequence[GroupCommit]) -> list[str]:

@@ -204,8 +204,10 @@ def stage_rows(
     inputs: Optional[RunInputs],
     changes_since: Optional[RunInputs],
     key: dg.AssetKey,
+    fixed: bool = False,
 ) -> StagedRows:
-    """Read the run's rows and audit them with ``tests``; nothing is written."""
+    """Read the run's rows and audit them with ``tests``; nothing is written. ``fixed``: the
+    rows are checkpointed even without tests (a publish group reads them after other commits)."""
     spec, slices = prepared.spec, prepared.slices
     if spec.materialize.new_rows:
         read = _new_rows(context, spark, lake, spec, args, key, prepared.deferred)
@@ -225,10 +227,11 @@ def stage_rows(
         outcomes = list(split.outcomes)
     target = _audit_target(spec, lake, prepared.partitions)
     failure = None
-    if tests:
+    if tests or fixed:
         # Audit before publish: the tests see exactly the rows the write will commit
         # (checkpointed once, so a non-deterministic SELECT cannot differ between them).
         df = local_checkpoint(df)
+    if tests:
         scope, scope_text = strategy_for(spec.materialize.strategy).staged_scope(spark, df, target)
         outcomes += evaluate_run(spark, lake, tests, scope, scope_text, args, slices, elsewhere=prepared.test_reads)
         for outcome in outcomes:
